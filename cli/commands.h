@@ -1,0 +1,16 @@
+// The gdp subcommands. Each takes the arguments after its name and returns the exit code
+// (0 ok, 1 bad input, 2 bad usage); errors are thrown as InputError / UsageError and turned
+// into messages and exit codes by main.
+#pragma once
+
+namespace gdp::cli {
+
+int cmd_info(int argc, char** argv);      // cli/cmd_info.cpp
+int cmd_convert(int argc, char** argv);   // cli/cmd_convert.cpp
+int cmd_cluster(int argc, char** argv);   // cli/cmd_cluster.cpp
+int cmd_simulate(int argc, char** argv);  // cli/cmd_simulate.cpp
+int cmd_gen(int argc, char** argv);       // cli/cmd_gen.cpp (datasets)
+int cmd_place(int argc, char** argv);     // cli/cmd_place.cpp (datasets, later baselines)
+int cmd_compare(int argc, char** argv);   // cli/cmd_compare.cpp: the README's main job
+
+}  // namespace gdp::cli

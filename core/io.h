@@ -1,0 +1,44 @@
+// File formats: the native JSON graph (versioned, strict), the PipeDream profile importer,
+// the cluster JSON and the placement JSON. Readers throw InputError naming the file, the
+// JSON path and what was expected; writers write a temporary file and rename it.
+#pragma once
+
+#include <string>
+
+#include "core/cluster.h"
+#include "core/graph.h"
+#include "core/placement.h"
+
+namespace gdp {
+
+constexpr int kGraphFormatVersion = 1;
+constexpr int kClusterFormatVersion = 1;
+constexpr int kPlacementFormatVersion = 1;
+
+// Graphs. read_graph_file detects the format from content (JSON object vs PipeDream text).
+Graph read_graph_file(const std::string& path);
+Graph parse_graph_json(const std::string& text, const std::string& source_name);
+std::string graph_to_json(const Graph& g);  // deterministic text, round-trips exactly
+void write_graph_file(const Graph& g, const std::string& path);
+
+// PipeDream per-layer profile (graph.txt). See docs/formats.md for the mapping.
+Graph parse_pipedream(const std::string& text, const std::string& source_name);
+bool looks_like_pipedream(const std::string& text);
+
+// Clusters: a JSON file or a preset string.
+Cluster read_cluster(const std::string& path_or_preset);
+Cluster parse_cluster_json(const std::string& text, const std::string& source_name);
+std::string cluster_to_json(const Cluster& c);
+
+// Placements: {"format": "gdp-placement", "version": 1, "devices": N,
+//              "placement": {"op_name": device, ...}} (every op exactly once).
+Placement read_placement_file(const std::string& path, const Graph& g, int32_t num_devices);
+std::string placement_to_json(const Placement& p, const Graph& g, int32_t num_devices);
+void write_placement_file(const Placement& p, const Graph& g, int32_t num_devices,
+                          const std::string& path);
+
+// Utilities shared by the readers and the CLI.
+std::string read_text_file(const std::string& path);          // throws InputError
+void write_text_file_atomic(const std::string& path, const std::string& text);
+
+}  // namespace gdp
