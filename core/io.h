@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/cluster.h"
+#include "core/error.h"
 #include "core/graph.h"
 #include "core/placement.h"
 

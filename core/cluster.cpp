@@ -1,0 +1,256 @@
+// Cluster validation, routing (fewest hops, widest bottleneck) and datasheet presets.
+#include "core/cluster.h"
+
+#include <algorithm>
+#include <cmath>
+#include <regex>
+
+#include "core/error.h"
+
+namespace gdp {
+
+std::string Cluster::node_name(int32_t node) const {
+  if (node < num_devices()) return devices[node].name;
+  return switches[node - num_devices()];
+}
+
+std::string Cluster::directed_link_name(int32_t dlink) const {
+  const LinkSpec& l = links[dlink / 2];
+  return (dlink % 2 == 0) ? node_name(l.a) + "->" + node_name(l.b)
+                          : node_name(l.b) + "->" + node_name(l.a);
+}
+
+int32_t Cluster::find_node(const std::string& n) const {
+  for (int32_t i = 0; i < num_nodes(); ++i)
+    if (node_name(i) == n) return i;
+  return -1;
+}
+
+void Cluster::finalize() {
+  const std::string who = "cluster '" + name + "'";
+  if (devices.empty()) throw InputError(who + ": expected at least one device");
+  const int32_t nn = num_nodes();
+  for (int32_t i = 0; i < nn; ++i) {
+    if (node_name(i).empty()) throw InputError(who + ": node #" + std::to_string(i) + " has an empty name");
+    for (int32_t j = 0; j < i; ++j)
+      if (node_name(i) == node_name(j))
+        throw InputError(who + ": duplicate node name '" + node_name(i) + "'");
+  }
+  for (const DeviceSpec& d : devices) {
+    if (!(d.peak_fp32_flops > 0) || !(d.mem_bandwidth_Bps > 0) || d.memory_bytes <= 0 ||
+        !(d.peak_fp16_flops > 0) || !(d.launch_overhead_s >= 0))
+      throw InputError(who + ": device '" + d.name +
+                       "' needs positive peak flop/s, bandwidth and memory, launch overhead >= 0");
+  }
+  for (size_t l = 0; l < links.size(); ++l) {
+    const LinkSpec& k = links[l];
+    if (k.a < 0 || k.a >= nn || k.b < 0 || k.b >= nn || k.a == k.b)
+      throw InputError(who + ": link #" + std::to_string(l) + " has invalid endpoints");
+    if (!(k.bandwidth_Bps > 0) || !std::isfinite(k.bandwidth_Bps) || !(k.latency_s >= 0) ||
+        !std::isfinite(k.latency_s))
+      throw InputError(who + ": link #" + std::to_string(l) +
+                       " needs a positive bandwidth and a latency >= 0");
+  }
+  // Adjacency: (neighbour, directed link id), sorted for deterministic tie-breaking.
+  std::vector<std::vector<std::pair<int32_t, int32_t>>> adj(nn);
+  for (size_t l = 0; l < links.size(); ++l) {
+    adj[links[l].a].push_back({links[l].b, static_cast<int32_t>(2 * l)});
+    adj[links[l].b].push_back({links[l].a, static_cast<int32_t>(2 * l + 1)});
+  }
+  const int32_t D = num_devices();
+  routes_.assign(static_cast<size_t>(D) * D, {});
+  for (int32_t s = 0; s < D; ++s) {
+    // BFS layer by layer; among shortest paths keep the widest bottleneck (then lowest link id).
+    std::vector<int32_t> hops(nn, -1), via(nn, -1);
+    std::vector<double> width(nn, 0);
+    hops[s] = 0;
+    width[s] = INFINITY;
+    std::vector<int32_t> layer{s};
+    while (!layer.empty()) {
+      std::vector<int32_t> next;
+      for (int32_t u : layer)
+        for (auto [v, dl] : adj[u]) {
+          double w = std::min(width[u], links[dl / 2].bandwidth_Bps);
+          if (hops[v] == -1) {
+            hops[v] = hops[u] + 1;
+            width[v] = w;
+            via[v] = dl;
+            next.push_back(v);
+          } else if (hops[v] == hops[u] + 1 && (w > width[v] || (w == width[v] && dl < via[v]))) {
+            width[v] = w;
+            via[v] = dl;
+          }
+        }
+      layer = std::move(next);
+    }
+    for (int32_t d = 0; d < D; ++d) {
+      if (d == s) continue;
+      if (hops[d] < 0)
+        throw InputError(who + ": no route from '" + devices[s].name + "' to '" + devices[d].name + "'");
+      std::vector<int32_t>& r = routes_[static_cast<size_t>(s) * D + d];
+      for (int32_t v = d; v != s;) {
+        int32_t dl = via[v];
+        r.push_back(dl);
+        const LinkSpec& k = links[dl / 2];
+        v = (dl % 2 == 0) ? k.a : k.b;
+      }
+      std::reverse(r.begin(), r.end());
+    }
+  }
+}
+
+// ---- Presets ------------------------------------------------------------------------------
+
+namespace {
+
+constexpr double kT = 1e12, kG = 1e9, kUs = 1e-6;
+constexpr int64_t kGiB = int64_t{1} << 30;
+
+struct KindSheet {
+  const char* kind;
+  double fp32_tflops, fp16_tflops, hbm_GBps;
+  int64_t mem_GiB;
+  double nvlink_GBps;  // aggregate bidirectional per GPU; 0 = none
+  double pcie_GBps;    // achieved per direction
+  double nic_GBps;     // per node, per direction
+};
+
+// Dense datasheet figures (../shared/MISSION.md). K80 is one GK210 die (half a board).
+constexpr KindSheet kSheets[] = {
+    {"K80", 4.37, 4.37, 240, 12, 0, 6.5, 7.0},
+    {"P100", 10.6, 21.2, 732, 16, 160, 12, 12.5},
+    {"V100", 15.7, 125, 900, 16, 300, 12, 12.5},
+    {"A100", 19.5, 312, 2039, 80, 600, 25, 25},
+    {"H100", 67, 989, 3350, 80, 900, 50, 50},
+    {"H200", 67, 989, 4800, 141, 900, 50, 50},
+};
+
+const KindSheet* find_sheet(std::string kind) {
+  std::transform(kind.begin(), kind.end(), kind.begin(), ::toupper);
+  for (const auto& s : kSheets)
+    if (kind == s.kind) return &s;
+  return nullptr;
+}
+
+DeviceSpec device_from_sheet(const KindSheet& s) {
+  DeviceSpec d;
+  d.kind = s.kind;
+  d.peak_fp32_flops = s.fp32_tflops * kT;
+  d.peak_fp16_flops = s.fp16_tflops * kT;
+  d.mem_bandwidth_Bps = s.hbm_GBps * kG;
+  d.memory_bytes = s.mem_GiB * kGiB;
+  d.launch_overhead_s = 5 * kUs;
+  return d;
+}
+
+int32_t add_switch(Cluster& c, const std::string& n) {
+  c.switches.push_back(n);
+  return c.num_devices() + static_cast<int32_t>(c.switches.size()) - 1;
+}
+
+// Devices [first, first+count) joined by NVLink, pairwise: each pair gets an equal share of a
+// GPU's per-direction NVLink bandwidth (docs/cost-model.md).
+void wire_nvlink(Cluster& c, const KindSheet& s, int32_t first, int32_t count) {
+  double per_pair = (s.nvlink_GBps / 2) * kG / std::max(1, count - 1);
+  for (int32_t i = first; i < first + count; ++i)
+    for (int32_t j = i + 1; j < first + count; ++j) c.links.push_back({i, j, per_pair, 1.5 * kUs});
+}
+
+// Devices [first, first+count) under PCIe switches (4 GPUs each) below a host root complex.
+int32_t wire_pcie(Cluster& c, const KindSheet& s, int32_t first, int32_t count,
+                  const std::string& prefix) {
+  int32_t host = add_switch(c, prefix + "host");
+  int32_t nsw = (count + 3) / 4;
+  for (int32_t k = 0; k < nsw; ++k) {
+    int32_t sw = add_switch(c, prefix + "pcie" + std::to_string(k));
+    c.links.push_back({sw, host, s.pcie_GBps * kG, 5 * kUs});
+    for (int32_t i = first + 4 * k; i < std::min(first + count, first + 4 * k + 4); ++i)
+      c.links.push_back({i, sw, s.pcie_GBps * kG, 10 * kUs});
+  }
+  return host;
+}
+
+}  // namespace
+
+std::vector<std::string> cluster_preset_kinds() {
+  std::vector<std::string> v;
+  for (const auto& s : kSheets) {
+    std::string k = s.kind;
+    std::transform(k.begin(), k.end(), k.begin(), ::tolower);
+    v.push_back(k);
+  }
+  return v;
+}
+
+std::vector<std::string> cluster_preset_examples() {
+  return {"k80x2-pcie",    "k80x4-pcie",    "p100x4-pcie",   "p100x4-nvlink", "v100x2-nvlink",
+          "v100x4-nvlink", "v100x8-nvlink", "v100x4-pcie",   "a100x8-nvlink", "h100x8-nvlink",
+          "h100x16-2node", "h200x8-nvlink", "v100x16-4node"};
+}
+
+DeviceSpec device_preset(const std::string& kind) {
+  const KindSheet* s = find_sheet(kind);
+  if (!s) {
+    std::string known;
+    for (const auto& k : cluster_preset_kinds()) known += (known.empty() ? "" : ", ") + k;
+    throw InputError("unknown device kind '" + kind + "' (known: " + known + ")");
+  }
+  return device_from_sheet(*s);
+}
+
+Cluster make_cluster_preset(const std::string& preset) {
+  static const std::regex re(R"(([A-Za-z0-9]+)x([0-9]+)-(nvlink|pcie|([0-9]+)node))");
+  std::smatch m;
+  const std::string grammar =
+      "expected <kind>x<count>-<topology> with kind in {k80, p100, v100, a100, h100, h200} and "
+      "topology nvlink, pcie or <N>node, e.g. v100x4-nvlink";
+  if (!std::regex_match(preset, m, re))
+    throw InputError("cluster preset '" + preset + "': " + grammar);
+  const KindSheet* s = find_sheet(m[1].str());
+  if (!s) throw InputError("cluster preset '" + preset + "': unknown kind; " + grammar);
+  int64_t count = std::stoll(m[2].str());
+  if (count < 1 || count > 1024)
+    throw InputError("cluster preset '" + preset + "': device count must be in [1, 1024]");
+  std::string topo = m[3].str();
+  int64_t nodes = m[4].matched ? std::stoll(m[4].str()) : 1;
+  if (nodes < 1 || count % nodes != 0)
+    throw InputError("cluster preset '" + preset + "': device count must be a multiple of the node count");
+  if (topo == "nvlink" && s->nvlink_GBps == 0)
+    throw InputError("cluster preset '" + preset + "': " + s->kind + " has no NVLink; use pcie");
+
+  Cluster c;
+  c.name = preset;
+  const int32_t per_node = static_cast<int32_t>(count / nodes);
+  for (int32_t i = 0; i < count; ++i) {
+    DeviceSpec d = device_from_sheet(*s);
+    d.name = nodes > 1 ? "node" + std::to_string(i / per_node) + "/gpu" + std::to_string(i % per_node)
+                       : "gpu" + std::to_string(i);
+    c.devices.push_back(d);
+  }
+  if (nodes == 1) {
+    if (topo == "nvlink") wire_nvlink(c, *s, 0, per_node);
+    else wire_pcie(c, *s, 0, per_node, "");
+  } else {
+    // Per node: NVLink inside (GPUs reach the node's NIC over PCIe) or a PCIe tree whose host
+    // holds the NIC; the NICs meet at a network switch.
+    int32_t net = add_switch(c, "netswitch");
+    for (int32_t n = 0; n < nodes; ++n) {
+      std::string prefix = "node" + std::to_string(n) + "/";
+      int32_t first = n * per_node;
+      int32_t nic = add_switch(c, prefix + "nic");
+      if (s->nvlink_GBps > 0) {
+        wire_nvlink(c, *s, first, per_node);
+        for (int32_t i = first; i < first + per_node; ++i)
+          c.links.push_back({i, nic, s->pcie_GBps * kG, 5 * kUs});
+      } else {
+        int32_t host = wire_pcie(c, *s, first, per_node, prefix);
+        c.links.push_back({host, nic, s->pcie_GBps * kG, 2 * kUs});
+      }
+      c.links.push_back({nic, net, s->nic_GBps * kG, 3 * kUs});
+    }
+  }
+  c.finalize();
+  return c;
+}
+
+}  // namespace gdp

@@ -1,0 +1,61 @@
+// Strict JSON field access for every reader in the project: unknown keys, missing keys,
+// wrong types and impossible numbers are InputErrors naming the file, the JSON path
+// (e.g. "ops[3].outputs[0].shape") and what was expected.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace gdp {
+
+class StrictJson {
+ public:
+  explicit StrictJson(std::string source) : source_(std::move(source)) {}
+
+  // Parses text; syntax errors name the byte offset.
+  nlohmann::json parse(const std::string& text) const;
+
+  [[noreturn]] void fail(const std::string& path, const std::string& what) const;
+
+  // The object at `path` may only hold these keys; required ones must be present.
+  void check_keys(const nlohmann::json& obj, const std::string& path,
+                  std::initializer_list<const char*> required,
+                  std::initializer_list<const char*> optional) const;
+  const nlohmann::json& object(const nlohmann::json& parent, const char* key,
+                               const std::string& path) const;
+  const nlohmann::json& array(const nlohmann::json& parent, const char* key,
+                              const std::string& path) const;
+  std::string string(const nlohmann::json& parent, const char* key, const std::string& path) const;
+  // Finite number >= min_value.
+  double number(const nlohmann::json& parent, const char* key, const std::string& path,
+                double min_value = 0.0) const;
+  double number_value(const nlohmann::json& v, const std::string& path, double min_value = 0.0) const;
+  // Integer in [min_value, max_value].
+  int64_t integer(const nlohmann::json& parent, const char* key, const std::string& path,
+                  int64_t min_value = 0, int64_t max_value = INT64_MAX) const;
+  int64_t integer_value(const nlohmann::json& v, const std::string& path, int64_t min_value = 0,
+                        int64_t max_value = INT64_MAX) const;
+  bool boolean(const nlohmann::json& parent, const char* key, const std::string& path) const;
+  // Checks "format" == expected and "version" == version.
+  void check_header(const nlohmann::json& root, const char* format, int version) const;
+
+  const std::string& source() const { return source_; }
+
+ private:
+  std::string source_;
+};
+
+inline std::string json_path(const std::string& base, const char* key) {
+  return base.empty() ? std::string(key) : base + "." + key;
+}
+inline std::string json_path(const std::string& base, size_t index) {
+  return base + "[" + std::to_string(index) + "]";
+}
+
+}  // namespace gdp
