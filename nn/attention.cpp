@@ -1,0 +1,193 @@
+// Relative-position multi-head attention kernels (Transformer-XL): per head, the content and
+// position scores are two GEMMs (Qu K^T, Qv RK^T); the position matrix is then gathered along
+// the relative distance ("rel shift" as an index), softmaxed, and multiplied by V. Heads run in
+// parallel (OpenMP); scratch is thread-local and reused across calls.
+#include "nn/attention.h"
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace gdp::nn {
+namespace {
+
+template <typename T>
+using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <typename T>
+using StridedMap = Eigen::Map<Mat<T>, 0, Eigen::OuterStride<>>;
+template <typename T>
+using ConstStridedMap = Eigen::Map<const Mat<T>, 0, Eigen::OuterStride<>>;
+template <typename T>
+using MatMap = Eigen::Map<Mat<T>>;
+template <typename T>
+using RowVecMap = Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>>;
+template <typename T>
+using ConstRowVecMap = Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>;
+
+// Head h's (rows, Dh) slice of a (rows, D) matrix.
+template <typename T>
+ConstStridedMap<T> head(const T* base, int32_t rows, const RelAttentionDims& d, int32_t h) {
+  return ConstStridedMap<T>(base + static_cast<int64_t>(h) * d.Dh, rows, d.Dh,
+                            Eigen::OuterStride<>(d.D()));
+}
+template <typename T>
+StridedMap<T> head_mut(T* base, int32_t rows, const RelAttentionDims& d, int32_t h) {
+  return StridedMap<T>(base + static_cast<int64_t>(h) * d.Dh, rows, d.Dh,
+                       Eigen::OuterStride<>(d.D()));
+}
+
+// Thread-local scratch that only grows, so steady-state calls do not allocate.
+template <typename T>
+struct Scratch {
+  std::vector<T> buf[4];
+  T* get(int i, int64_t n) {
+    if (static_cast<int64_t>(buf[i].size()) < n) buf[i].resize(n);
+    return buf[i].data();
+  }
+};
+template <typename T>
+Scratch<T>& scratch() {
+  thread_local Scratch<T> s;
+  return s;
+}
+
+}  // namespace
+
+void RelAttentionDims::validate() const {
+  if (S <= 0 || M < 0 || H <= 0 || Dh <= 0)
+    throw std::invalid_argument("rel_attention: need S > 0, M >= 0, H > 0, Dh > 0 (got S=" +
+                                std::to_string(S) + " M=" + std::to_string(M) +
+                                " H=" + std::to_string(H) + " Dh=" + std::to_string(Dh) + ")");
+}
+
+template <typename T>
+void relative_sinusoid(T* R, int32_t P, int32_t D, int32_t rel_offset) {
+  if (D % 2 != 0) throw std::invalid_argument("relative_sinusoid: D must be even");
+  const int32_t half = D / 2;
+  for (int32_t p = 0; p < P; ++p) {
+    const double r = static_cast<double>(p - rel_offset);
+    T* row = R + static_cast<int64_t>(p) * D;
+    for (int32_t k = 0; k < half; ++k) {
+      const double f = std::pow(10000.0, -2.0 * k / D);
+      row[k] = static_cast<T>(std::sin(r * f));
+      row[half + k] = static_cast<T>(std::cos(r * f));
+    }
+  }
+}
+
+template <typename T>
+void rel_attention_forward(T* out, T* probs, const T* q, const T* k, const T* v, const T* rk,
+                           const T* u, const T* vb, const RelAttentionDims& d) {
+  d.validate();
+  const int32_t S = d.S, M = d.M, K = d.K(), P = d.P(), Dh = d.Dh, off = d.rel_offset();
+  const T scale = T(1) / std::sqrt(static_cast<T>(Dh));
+#pragma omp parallel for schedule(static) if (d.H > 1)
+  for (int32_t h = 0; h < d.H; ++h) {
+    Scratch<T>& sc = scratch<T>();
+    MatMap<T> qu(sc.get(0, static_cast<int64_t>(S) * Dh), S, Dh);
+    MatMap<T> qv(sc.get(1, static_cast<int64_t>(S) * Dh), S, Dh);
+    MatMap<T> bd(sc.get(2, static_cast<int64_t>(S) * P), S, P);
+    MatMap<T> a(probs + static_cast<int64_t>(h) * S * K, S, K);
+    const auto qh = head(q, S, d, h);
+    qu = qh.rowwise() + ConstRowVecMap<T>(u + static_cast<int64_t>(h) * Dh, Dh);
+    qv = qh.rowwise() + ConstRowVecMap<T>(vb + static_cast<int64_t>(h) * Dh, Dh);
+    a.noalias() = qu * head(k, K, d, h).transpose();
+    bd.noalias() = qv * head(rk, P, d, h).transpose();
+    for (int32_t i = 0; i < S; ++i) {
+      T* ai = a.data() + static_cast<int64_t>(i) * K;
+      const T* bdi = bd.data() + static_cast<int64_t>(i) * P;
+      const int32_t jend = d.causal ? M + i + 1 : K;  // allowed keys: [0, jend)
+      const int32_t pbase = M + i + off;               // p = pbase - j
+      T mx = -std::numeric_limits<T>::infinity();
+      for (int32_t j = 0; j < jend; ++j) {
+        ai[j] = scale * (ai[j] + bdi[pbase - j]);
+        mx = std::max(mx, ai[j]);
+      }
+      T sum = 0;
+      for (int32_t j = 0; j < jend; ++j) {
+        ai[j] = std::exp(ai[j] - mx);
+        sum += ai[j];
+      }
+      const T inv = T(1) / sum;
+      for (int32_t j = 0; j < jend; ++j) ai[j] *= inv;
+      for (int32_t j = jend; j < K; ++j) ai[j] = T(0);
+    }
+    head_mut(out, S, d, h).noalias() = a * head(v, K, d, h);
+  }
+}
+
+template <typename T>
+void rel_attention_backward(T* dq, T* dk, T* dv, T* drk, T* du, T* dvb, const T* dout,
+                            const T* probs, const T* q, const T* k, const T* v, const T* rk,
+                            const T* u, const T* vb, const RelAttentionDims& d) {
+  d.validate();
+  const int32_t S = d.S, M = d.M, K = d.K(), P = d.P(), Dh = d.Dh, off = d.rel_offset();
+  const T scale = T(1) / std::sqrt(static_cast<T>(Dh));
+#pragma omp parallel for schedule(static) if (d.H > 1)
+  for (int32_t h = 0; h < d.H; ++h) {
+    Scratch<T>& sc = scratch<T>();
+    MatMap<T> ds(sc.get(0, static_cast<int64_t>(S) * K), S, K);     // dP, then dScore
+    MatMap<T> dbd(sc.get(1, static_cast<int64_t>(S) * P), S, P);    // d(position scores)
+    MatMap<T> g(sc.get(2, static_cast<int64_t>(S) * Dh), S, Dh);    // dq contributions
+    MatMap<T> qb(sc.get(3, static_cast<int64_t>(S) * Dh), S, Dh);   // q + bias
+    const Eigen::Map<const Mat<T>> p(probs + static_cast<int64_t>(h) * S * K, S, K);
+    const auto doh = head(dout, S, d, h);
+    const auto qh = head(q, S, d, h);
+    const auto kh = head(k, K, d, h);
+    const auto rkh = head(rk, P, d, h);
+
+    ds.noalias() = doh * head(v, K, d, h).transpose();
+    if (dv) head_mut(dv, K, d, h).noalias() += p.transpose() * doh;
+    // Softmax backward, times the score scale; scatter into the position-score gradient.
+    dbd.setZero();
+    for (int32_t i = 0; i < S; ++i) {
+      T* dsi = ds.data() + static_cast<int64_t>(i) * K;
+      const T* pi = p.data() + static_cast<int64_t>(i) * K;
+      T* dbdi = dbd.data() + static_cast<int64_t>(i) * P;
+      const int32_t jend = d.causal ? M + i + 1 : K;
+      const int32_t pbase = M + i + off;
+      T dot = 0;
+      for (int32_t j = 0; j < jend; ++j) dot += pi[j] * dsi[j];
+      for (int32_t j = 0; j < jend; ++j) {
+        dsi[j] = scale * pi[j] * (dsi[j] - dot);
+        dbdi[pbase - j] = dsi[j];
+      }
+      for (int32_t j = jend; j < K; ++j) dsi[j] = T(0);
+    }
+    if (dq || du) {
+      g.noalias() = ds * kh;
+      if (dq) head_mut(dq, S, d, h) += g;
+      if (du) RowVecMap<T>(du + static_cast<int64_t>(h) * Dh, Dh) += g.colwise().sum();
+    }
+    if (dq || dvb) {
+      g.noalias() = dbd * rkh;
+      if (dq) head_mut(dq, S, d, h) += g;
+      if (dvb) RowVecMap<T>(dvb + static_cast<int64_t>(h) * Dh, Dh) += g.colwise().sum();
+    }
+    if (dk) {
+      qb = qh.rowwise() + ConstRowVecMap<T>(u + static_cast<int64_t>(h) * Dh, Dh);
+      head_mut(dk, K, d, h).noalias() += ds.transpose() * qb;
+    }
+    if (drk) {
+      qb = qh.rowwise() + ConstRowVecMap<T>(vb + static_cast<int64_t>(h) * Dh, Dh);
+      head_mut(drk, P, d, h).noalias() += dbd.transpose() * qb;
+    }
+  }
+}
+
+#define GDP_ATTENTION_INSTANTIATE(T)                                                         \
+  template void relative_sinusoid<T>(T*, int32_t, int32_t, int32_t);                         \
+  template void rel_attention_forward<T>(T*, T*, const T*, const T*, const T*, const T*,     \
+                                         const T*, const T*, const RelAttentionDims&);       \
+  template void rel_attention_backward<T>(T*, T*, T*, T*, T*, T*, const T*, const T*,        \
+                                          const T*, const T*, const T*, const T*, const T*,  \
+                                          const T*, const RelAttentionDims&);
+GDP_ATTENTION_INSTANTIATE(float)
+GDP_ATTENTION_INSTANTIATE(double)
+#undef GDP_ATTENTION_INSTANTIATE
+
+}  // namespace gdp::nn

@@ -1,0 +1,266 @@
+// Autograd wrappers of the graph kernels: forward with the raw kernel, a closure that accumulates
+// into the input gradients (nothing is recorded when no input needs a gradient).
+#include "nn/graph_ops.h"
+
+#include <Eigen/Core>
+#include <stdexcept>
+#include <string>
+
+#include "nn/sampling.h"
+
+namespace gdp::nn {
+namespace {
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw std::invalid_argument(what);
+}
+
+template <typename T>
+const BasicTensor<T> contiguous_value(const BasicVar<T>& v) {
+  return v.value().contiguous();
+}
+
+const Csr& rows_of(const Adjacency& a, EdgeDir dir) { return dir == EdgeDir::in ? a.in : a.out; }
+const Csr& transpose_of(const Adjacency& a, EdgeDir dir) {
+  return dir == EdgeDir::in ? a.out : a.in;
+}
+
+template <typename T>
+using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+}  // namespace
+
+std::shared_ptr<const Adjacency> make_adjacency(int32_t num_nodes, const std::vector<int32_t>& src,
+                                                const std::vector<int32_t>& dst) {
+  auto adj = std::make_shared<Adjacency>();
+  adj->in = csr_from_edges(num_nodes, src, dst);
+  adj->out = csr_transpose(adj->in);
+  return adj;
+}
+
+template <typename T>
+BasicVar<T> segment_mean(const BasicVar<T>& x, const std::shared_ptr<const Adjacency>& adj,
+                         EdgeDir dir) {
+  require(x.ndim() == 2 && x.dim(0) == adj->num_nodes(),
+          "segment_mean: x must be (N, C) with N = " + std::to_string(adj->num_nodes()) +
+              ", got " + shape_str(x.shape()));
+  const int32_t N = static_cast<int32_t>(x.dim(0)), C = static_cast<int32_t>(x.dim(1));
+  const BasicTensor<T> xv = contiguous_value(x);
+  BasicTensor<T> out({N, C});
+  const Csr& a = rows_of(*adj, dir);
+  segment_mean_forward(out.data(), xv.data(), a.row_ptr.data(), a.col_idx.data(), N, C);
+  const bool rg = needs_grad<T>({&x});
+  BasicVar<T> res = make_result(out, rg);
+  if (rg) {
+    BasicTape<T>::current().record([xn = x.node(), on = res.node(), adj, dir, N, C] {
+      if (!on->has_grad()) return;
+      const Csr& r = rows_of(*adj, dir);
+      const Csr& t = transpose_of(*adj, dir);
+      segment_mean_backward(xn->grad_buffer().data(), on->grad.data(), r.row_ptr.data(),
+                            t.row_ptr.data(), t.col_idx.data(), N, C);
+    });
+  }
+  return res;
+}
+
+template <typename T>
+BasicVar<T> segment_max(const BasicVar<T>& x, const std::shared_ptr<const Adjacency>& adj,
+                        EdgeDir dir) {
+  require(x.ndim() == 2 && x.dim(0) == adj->num_nodes(),
+          "segment_max: x must be (N, C) with N = " + std::to_string(adj->num_nodes()) +
+              ", got " + shape_str(x.shape()));
+  const int32_t N = static_cast<int32_t>(x.dim(0)), C = static_cast<int32_t>(x.dim(1));
+  const BasicTensor<T> xv = contiguous_value(x);
+  BasicTensor<T> out({N, C});
+  auto argmax = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(N) * C);
+  const Csr& a = rows_of(*adj, dir);
+  segment_max_forward(out.data(), argmax->data(), xv.data(), a.row_ptr.data(), a.col_idx.data(),
+                      N, C);
+  const bool rg = needs_grad<T>({&x});
+  BasicVar<T> res = make_result(out, rg);
+  if (rg) {
+    BasicTape<T>::current().record([xn = x.node(), on = res.node(), argmax, N, C] {
+      if (!on->has_grad()) return;
+      segment_max_backward(xn->grad_buffer().data(), on->grad.data(), argmax->data(), N, C);
+    });
+  }
+  return res;
+}
+
+template <typename T>
+BasicVar<T> sage_layer(const BasicVar<T>& x, const BasicVar<T>& w, const BasicVar<T>& b,
+                       const std::shared_ptr<const Adjacency>& adj, bool relu_act) {
+  require(x.ndim() == 2 && x.dim(0) == adj->num_nodes(),
+          "sage_layer: x must be (N, C) with N = " + std::to_string(adj->num_nodes()) +
+              ", got " + shape_str(x.shape()));
+  const int32_t N = static_cast<int32_t>(x.dim(0)), C = static_cast<int32_t>(x.dim(1));
+  require(w.ndim() == 2 && w.dim(1) == 3 * C,
+          "sage_layer: w must be (OUT, 3C) = (OUT, " + std::to_string(3 * C) + "), got " +
+              shape_str(w.shape()));
+  const int32_t OUT = static_cast<int32_t>(w.dim(0));
+  require(b.ndim() == 1 && b.dim(0) == OUT, "sage_layer: b must be (OUT), got " +
+                                                shape_str(b.shape()));
+  const BasicTensor<T> xv = contiguous_value(x), wv = contiguous_value(w),
+                       bv = contiguous_value(b);
+  BasicTensor<T> m_in({N, C}), m_out({N, C}), out({N, OUT});  // means, output
+  segment_mean_forward(m_in.data(), xv.data(), adj->in.row_ptr.data(), adj->in.col_idx.data(), N,
+                       C);
+  segment_mean_forward(m_out.data(), xv.data(), adj->out.row_ptr.data(),
+                       adj->out.col_idx.data(), N, C);
+  {
+    auto o = out.mat(N, OUT);
+    const auto W = wv.mat(OUT, 3 * C);
+    o.noalias() = xv.mat(N, C) * W.leftCols(C).transpose();
+    o.noalias() += m_in.mat(N, C) * W.middleCols(C, C).transpose();
+    o.noalias() += m_out.mat(N, C) * W.rightCols(C).transpose();
+    const T* bias = bv.data();
+    T* op = out.data();
+#pragma omp parallel for schedule(static) if (static_cast<int64_t>(N) * OUT > 32768)
+    for (int32_t n = 0; n < N; ++n) {
+      T* row = op + static_cast<int64_t>(n) * OUT;
+      for (int32_t c = 0; c < OUT; ++c) {
+        const T z = row[c] + bias[c];
+        row[c] = relu_act && z < T(0) ? T(0) : z;
+      }
+    }
+  }
+  const bool rg = needs_grad<T>({&x, &w, &b});
+  BasicVar<T> res = make_result(out, rg);
+  if (rg) {
+    BasicTape<T>::current().record([xn = x.node(), wn = w.node(), bn = b.node(),
+                                    on = res.node(), xv, wv, m_in, m_out, adj, relu_act, N, C,
+                                    OUT] {
+      if (!on->has_grad()) return;
+      // g = dout * act'(z), (N, OUT); the output is > 0 exactly where relu passes.
+      BasicTensor<T> g = on->grad.clone();
+      if (relu_act) {
+        const T* o = on->value.data();
+        T* gp = g.data();
+        const int64_t n = g.numel();
+#pragma omp parallel for schedule(static) if (n > 32768)
+        for (int64_t i = 0; i < n; ++i)
+          if (!(o[i] > T(0))) gp[i] = T(0);
+      }
+      const auto G = g.mat(N, OUT);
+      if (bn->requires_grad) bn->grad_buffer().mat(1, OUT) += G.colwise().sum();
+      if (wn->requires_grad) {
+        auto dW = wn->grad_buffer().mat(OUT, 3 * C);
+        dW.leftCols(C).noalias() += G.transpose() * xv.mat(N, C);
+        dW.middleCols(C, C).noalias() += G.transpose() * m_in.mat(N, C);
+        dW.rightCols(C).noalias() += G.transpose() * m_out.mat(N, C);
+      }
+      if (xn->requires_grad) {
+        const auto W = wv.mat(OUT, 3 * C);
+        auto dx = xn->grad_buffer();
+        dx.mat(N, C).noalias() += G * W.leftCols(C);
+        BasicTensor<T> dm({N, C});
+        dm.mat(N, C).noalias() = G * W.middleCols(C, C);
+        segment_mean_backward(dx.data(), dm.data(), adj->in.row_ptr.data(),
+                              adj->out.row_ptr.data(), adj->out.col_idx.data(), N, C);
+        dm.mat(N, C).noalias() = G * W.rightCols(C);
+        segment_mean_backward(dx.data(), dm.data(), adj->out.row_ptr.data(),
+                              adj->in.row_ptr.data(), adj->in.col_idx.data(), N, C);
+      }
+    });
+  }
+  return res;
+}
+
+template <typename T>
+BasicVar<T> rel_attention(const BasicVar<T>& q, const BasicVar<T>& k, const BasicVar<T>& v,
+                          const BasicVar<T>& rk, const BasicVar<T>& u, const BasicVar<T>& vb,
+                          const RelAttentionDims& d) {
+  d.validate();
+  auto check = [&](const BasicVar<T>& t, int64_t rows, const char* name) {
+    const Shape want = rows < 0 ? Shape{d.D()} : Shape{rows, d.D()};
+    require(t.shape() == want, std::string("rel_attention: ") + name + " must be " +
+                                   shape_str(want) + ", got " + shape_str(t.shape()));
+  };
+  check(q, d.S, "q");
+  check(k, d.K(), "k");
+  check(v, d.K(), "v");
+  check(rk, d.P(), "rk");
+  check(u, -1, "u");
+  check(vb, -1, "vb");
+  const BasicTensor<T> qv = contiguous_value(q), kv = contiguous_value(k), vv = contiguous_value(v),
+                       rkv = contiguous_value(rk), uv = contiguous_value(u),
+                       vbv = contiguous_value(vb);
+  BasicTensor<T> out({d.S, d.D()}), probs({d.H, d.S, d.K()});
+  rel_attention_forward(out.data(), probs.data(), qv.data(), kv.data(), vv.data(), rkv.data(),
+                        uv.data(), vbv.data(), d);
+  const bool rg = needs_grad<T>({&q, &k, &v, &rk, &u, &vb});
+  BasicVar<T> res = make_result(out, rg);
+  if (rg) {
+    BasicTape<T>::current().record([qn = q.node(), kn = k.node(), vn = v.node(), rn = rk.node(),
+                                    un = u.node(), bn = vb.node(), on = res.node(), probs, qv, kv,
+                                    vv, rkv, uv, vbv, d] {
+      if (!on->has_grad()) return;
+      auto grad_of = [](const std::shared_ptr<VarNode<T>>& n) -> T* {
+        return n->requires_grad ? n->grad_buffer().data() : nullptr;
+      };
+      rel_attention_backward(grad_of(qn), grad_of(kn), grad_of(vn), grad_of(rn), grad_of(un),
+                             grad_of(bn), on->grad.data(), probs.data(), qv.data(), kv.data(),
+                             vv.data(), rkv.data(), uv.data(), vbv.data(), d);
+    });
+  }
+  return res;
+}
+
+template <typename T>
+BasicVar<T> categorical_log_prob(const BasicVar<T>& logits, const std::vector<int32_t>& actions) {
+  require(logits.ndim() == 2 && logits.dim(0) == static_cast<int64_t>(actions.size()),
+          "categorical_log_prob: logits must be (N, A) with N = actions.size() = " +
+              std::to_string(actions.size()) + ", got " + shape_str(logits.shape()));
+  const int32_t N = static_cast<int32_t>(logits.dim(0)), A = static_cast<int32_t>(logits.dim(1));
+  const BasicTensor<T> lv = contiguous_value(logits);
+  BasicTensor<T> out({N});
+  categorical_log_prob_forward(out.data(), lv.data(), actions.data(), N, A);
+  const bool rg = needs_grad<T>({&logits});
+  BasicVar<T> res = make_result(out, rg);
+  if (rg) {
+    BasicTape<T>::current().record([ln = logits.node(), on = res.node(), lv, actions, N, A] {
+      if (!on->has_grad()) return;
+      categorical_log_prob_backward(ln->grad_buffer().data(), on->grad.data(), lv.data(),
+                                    actions.data(), N, A);
+    });
+  }
+  return res;
+}
+
+template <typename T>
+BasicVar<T> categorical_entropy(const BasicVar<T>& logits) {
+  require(logits.ndim() == 2, "categorical_entropy: logits must be (N, A), got " +
+                                  shape_str(logits.shape()));
+  const int32_t N = static_cast<int32_t>(logits.dim(0)), A = static_cast<int32_t>(logits.dim(1));
+  const BasicTensor<T> lv = contiguous_value(logits);
+  BasicTensor<T> out({N});
+  categorical_entropy_forward(out.data(), lv.data(), N, A);
+  const bool rg = needs_grad<T>({&logits});
+  BasicVar<T> res = make_result(out, rg);
+  if (rg) {
+    BasicTape<T>::current().record([ln = logits.node(), on = res.node(), lv, N, A] {
+      if (!on->has_grad()) return;
+      categorical_entropy_backward(ln->grad_buffer().data(), on->grad.data(), lv.data(), N, A);
+    });
+  }
+  return res;
+}
+
+#define GDP_GRAPH_OPS_INSTANTIATE(T)                                                             \
+  template BasicVar<T> segment_mean<T>(const BasicVar<T>&,                                       \
+                                       const std::shared_ptr<const Adjacency>&, EdgeDir);        \
+  template BasicVar<T> segment_max<T>(const BasicVar<T>&, const std::shared_ptr<const Adjacency>&, \
+                                      EdgeDir);                                                  \
+  template BasicVar<T> sage_layer<T>(const BasicVar<T>&, const BasicVar<T>&, const BasicVar<T>&, \
+                                     const std::shared_ptr<const Adjacency>&, bool);             \
+  template BasicVar<T> rel_attention<T>(const BasicVar<T>&, const BasicVar<T>&,                  \
+                                        const BasicVar<T>&, const BasicVar<T>&,                  \
+                                        const BasicVar<T>&, const BasicVar<T>&,                  \
+                                        const RelAttentionDims&);                                \
+  template BasicVar<T> categorical_log_prob<T>(const BasicVar<T>&, const std::vector<int32_t>&); \
+  template BasicVar<T> categorical_entropy<T>(const BasicVar<T>&);
+GDP_GRAPH_OPS_INSTANTIATE(float)
+GDP_GRAPH_OPS_INSTANTIATE(double)
+#undef GDP_GRAPH_OPS_INSTANTIATE
+
+}  // namespace gdp::nn
