@@ -47,7 +47,7 @@ void set_device_allocator(Device device, DeviceAllocator allocator);
 template <typename T>
 class Storage {
  public:
-  explicit Storage(int64_t n, Device device = Device::cpu);
+  explicit Storage(int64_t n, Device device = Device::cpu, bool zero_fill = true);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -86,6 +86,8 @@ class BasicTensor {
               const Shape& strides);  // a view
 
   static BasicTensor zeros(const Shape& shape) { return BasicTensor(shape); }
+  // Uninitialized CPU tensor, for outputs a kernel overwrites completely.
+  static BasicTensor empty(const Shape& shape);
   static BasicTensor full(const Shape& shape, T value);
   static BasicTensor from_vector(const Shape& shape, const std::vector<T>& values);
   static BasicTensor scalar(T value) { return full({}, value); }

@@ -1,0 +1,367 @@
+// Tensor storage, views and copies (see nn/tensor.h for the layout and the scalar scheme).
+#include "nn/tensor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+
+namespace gdp::nn {
+
+namespace {
+DeviceAllocator g_cuda_allocator;
+constexpr size_t kAlignBytes = 64;
+
+void* allocate_bytes(size_t bytes, Device device, bool zero_fill = true) {
+  if (device == Device::cpu) {
+    const size_t rounded = ((std::max<size_t>(bytes, 1) + kAlignBytes - 1) / kAlignBytes) * kAlignBytes;
+    void* p = std::aligned_alloc(kAlignBytes, rounded);
+    if (!p) throw std::bad_alloc();
+    if (zero_fill) std::memset(p, 0, rounded);
+    return p;
+  }
+  if (!g_cuda_allocator.allocate)
+    throw std::runtime_error("nn::Storage: no allocator registered for device cuda");
+  return g_cuda_allocator.allocate(bytes);
+}
+
+void release_bytes(void* p, Device device) {
+  if (!p) return;
+  if (device == Device::cpu) {
+    std::free(p);
+  } else if (g_cuda_allocator.release) {
+    g_cuda_allocator.release(p);
+  }
+}
+
+void require_cpu(Device d, const char* what) {
+  if (d != Device::cpu)
+    throw std::runtime_error(std::string("nn::Tensor::") + what + ": only cpu tensors supported");
+}
+}  // namespace
+
+const char* device_name(Device d) { return d == Device::cpu ? "cpu" : "cuda"; }
+
+void set_device_allocator(Device device, DeviceAllocator allocator) {
+  if (device == Device::cpu) throw std::invalid_argument("set_device_allocator: cpu is built in");
+  g_cuda_allocator = allocator;
+}
+
+int64_t shape_numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) throw std::invalid_argument("negative dimension in shape " + shape_str(shape));
+    n *= d;
+  }
+  return n;
+}
+
+std::string shape_str(const Shape& shape) {
+  std::ostringstream os;
+  os << '(';
+  for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
+  if (shape.size() == 1) os << ',';
+  os << ')';
+  return os.str();
+}
+
+Shape contiguous_strides(const Shape& shape) {
+  Shape strides(shape.size());
+  int64_t s = 1;
+  for (int64_t i = static_cast<int64_t>(shape.size()) - 1; i >= 0; --i) {
+    strides[i] = s;
+    s *= shape[i];
+  }
+  return strides;
+}
+
+// ---- Storage ----
+
+template <typename T>
+Storage<T>::Storage(int64_t n, Device device, bool zero_fill) : n_(n), device_(device) {
+  if (n < 0) throw std::invalid_argument("Storage: negative size");
+  ptr_ = static_cast<T*>(allocate_bytes(static_cast<size_t>(n) * sizeof(T), device, zero_fill));
+}
+
+template <typename T>
+Storage<T>::~Storage() {
+  release_bytes(ptr_, device_);
+}
+
+template <typename T>
+void Storage<T>::grow(int64_t n) {
+  if (n <= n_) return;
+  require_cpu(device_, "grow");
+  T* fresh = static_cast<T*>(allocate_bytes(static_cast<size_t>(n) * sizeof(T), device_));
+  if (n_ > 0) std::memcpy(fresh, ptr_, static_cast<size_t>(n_) * sizeof(T));
+  release_bytes(ptr_, device_);
+  ptr_ = fresh;
+  n_ = n;
+}
+
+// ---- BasicTensor ----
+
+template <typename T>
+BasicTensor<T>::BasicTensor(const Shape& shape, Device device)
+    : storage_(std::make_shared<Storage<T>>(shape_numel(shape), device)),
+      offset_(0),
+      numel_(shape_numel(shape)),
+      shape_(shape),
+      strides_(contiguous_strides(shape)) {}
+
+template <typename T>
+BasicTensor<T>::BasicTensor(std::shared_ptr<Storage<T>> storage, int64_t offset, const Shape& shape,
+                            const Shape& strides)
+    : storage_(std::move(storage)),
+      offset_(offset),
+      numel_(shape_numel(shape)),
+      shape_(shape),
+      strides_(strides) {
+  if (shape.size() != strides.size()) throw std::invalid_argument("Tensor view: rank mismatch");
+}
+
+template <typename T>
+BasicTensor<T> BasicTensor<T>::empty(const Shape& shape) {
+  BasicTensor t;
+  t.storage_ = std::make_shared<Storage<T>>(shape_numel(shape), Device::cpu, false);
+  t.numel_ = shape_numel(shape);
+  t.shape_ = shape;
+  t.strides_ = contiguous_strides(shape);
+  return t;
+}
+
+template <typename T>
+BasicTensor<T> BasicTensor<T>::full(const Shape& shape, T value) {
+  BasicTensor t(shape);
+  t.fill(value);
+  return t;
+}
+
+template <typename T>
+BasicTensor<T> BasicTensor<T>::from_vector(const Shape& shape, const std::vector<T>& values) {
+  BasicTensor t(shape);
+  if (static_cast<int64_t>(values.size()) != t.numel())
+    throw std::invalid_argument("Tensor::from_vector: " + std::to_string(values.size()) +
+                                " values for shape " + shape_str(shape));
+  std::copy(values.begin(), values.end(), t.data());
+  return t;
+}
+
+template <typename T>
+int64_t BasicTensor<T>::dim(int64_t axis) const {
+  const int64_t r = ndim();
+  const int64_t a = axis < 0 ? axis + r : axis;
+  if (a < 0 || a >= r)
+    throw std::out_of_range("Tensor::dim: axis " + std::to_string(axis) + " for shape " +
+                            shape_str(shape_));
+  return shape_[a];
+}
+
+template <typename T>
+Device BasicTensor<T>::device() const {
+  return storage_ ? storage_->device() : Device::cpu;
+}
+
+template <typename T>
+bool BasicTensor<T>::is_contiguous() const {
+  int64_t s = 1;
+  for (int64_t i = ndim() - 1; i >= 0; --i) {
+    if (shape_[i] != 1 && strides_[i] != s) return false;
+    s *= shape_[i];
+  }
+  return true;
+}
+
+template <typename T>
+T& BasicTensor<T>::at(std::initializer_list<int64_t> index) {
+  if (static_cast<int64_t>(index.size()) != ndim())
+    throw std::out_of_range("Tensor::at: rank mismatch for shape " + shape_str(shape_));
+  int64_t off = 0, i = 0;
+  for (int64_t idx : index) {
+    if (idx < 0 || idx >= shape_[i])
+      throw std::out_of_range("Tensor::at: index out of range for shape " + shape_str(shape_));
+    off += idx * strides_[i++];
+  }
+  return data()[off];
+}
+
+template <typename T>
+T BasicTensor<T>::at(std::initializer_list<int64_t> index) const {
+  return const_cast<BasicTensor*>(this)->at(index);
+}
+
+template <typename T>
+T BasicTensor<T>::item() const {
+  if (numel_ != 1)
+    throw std::invalid_argument("Tensor::item: tensor has shape " + shape_str(shape_));
+  return data()[0];
+}
+
+template <typename T>
+BasicTensor<T> BasicTensor<T>::reshape(const Shape& shape) const {
+  if (!is_contiguous()) return contiguous().reshape(shape);
+  Shape s = shape;
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == -1) {
+      if (infer >= 0) throw std::invalid_argument("Tensor::reshape: more than one -1");
+      infer = static_cast<int64_t>(i);
+    } else {
+      known *= s[i];
+    }
+  }
+  if (infer >= 0) s[infer] = known == 0 ? 0 : numel_ / known;
+  if (shape_numel(s) != numel_)
+    throw std::invalid_argument("Tensor::reshape: cannot view " + shape_str(shape_) + " as " +
+                                shape_str(shape));
+  return BasicTensor(storage_, offset_, s, contiguous_strides(s));
+}
+
+template <typename T>
+BasicTensor<T> BasicTensor<T>::transpose_view(int64_t axis0, int64_t axis1) const {
+  const int64_t r = ndim();
+  const int64_t a = axis0 < 0 ? axis0 + r : axis0, b = axis1 < 0 ? axis1 + r : axis1;
+  if (a < 0 || a >= r || b < 0 || b >= r)
+    throw std::out_of_range("Tensor::transpose_view: bad axes for " + shape_str(shape_));
+  Shape s = shape_, st = strides_;
+  std::swap(s[a], s[b]);
+  std::swap(st[a], st[b]);
+  return BasicTensor(storage_, offset_, s, st);
+}
+
+template <typename T>
+BasicTensor<T> BasicTensor<T>::contiguous() const {
+  if (is_contiguous()) return *this;
+  return clone();
+}
+
+template <typename T>
+BasicTensor<T> BasicTensor<T>::clone() const {
+  require_cpu(device(), "clone");
+  BasicTensor out(shape_);
+  if (is_contiguous()) {
+    std::memcpy(out.data(), data(), static_cast<size_t>(numel_) * sizeof(T));
+    return out;
+  }
+  // Strided copy: odometer over the index.
+  const int64_t r = ndim();
+  std::vector<int64_t> idx(r, 0);
+  const T* src = data();
+  T* dst = out.data();
+  for (int64_t flat = 0; flat < numel_; ++flat) {
+    int64_t off = 0;
+    for (int64_t i = 0; i < r; ++i) off += idx[i] * strides_[i];
+    dst[flat] = src[off];
+    for (int64_t i = r - 1; i >= 0; --i) {
+      if (++idx[i] < shape_[i]) break;
+      idx[i] = 0;
+    }
+  }
+  return out;
+}
+
+template <typename T>
+template <typename U>
+BasicTensor<U> BasicTensor<T>::cast() const {
+  const BasicTensor c = contiguous();
+  BasicTensor<U> out(shape_);
+  for (int64_t i = 0; i < numel_; ++i) out[i] = static_cast<U>(c[i]);
+  return out;
+}
+
+template <typename T>
+void BasicTensor<T>::fill(T value) {
+  require_cpu(device(), "fill");
+  if (is_contiguous()) {
+    std::fill(data(), data() + numel_, value);
+    return;
+  }
+  // Write through the strides.
+  const int64_t r = ndim();
+  std::vector<int64_t> idx(r, 0);
+  for (int64_t flat = 0; flat < numel_; ++flat) {
+    int64_t off = 0;
+    for (int64_t i = 0; i < r; ++i) off += idx[i] * strides_[i];
+    data()[off] = value;
+    for (int64_t i = r - 1; i >= 0; --i) {
+      if (++idx[i] < shape_[i]) break;
+      idx[i] = 0;
+    }
+  }
+}
+
+template <typename T>
+void BasicTensor<T>::copy_from(const BasicTensor& src) {
+  if (src.numel() != numel_)
+    throw std::invalid_argument("Tensor::copy_from: " + shape_str(src.shape()) + " into " +
+                                shape_str(shape_));
+  if (!is_contiguous()) throw std::invalid_argument("Tensor::copy_from: destination not contiguous");
+  const BasicTensor s = src.contiguous();
+  std::memcpy(data(), s.data(), static_cast<size_t>(numel_) * sizeof(T));
+}
+
+template <typename T>
+std::vector<T> BasicTensor<T>::to_vector() const {
+  const BasicTensor c = contiguous();
+  return std::vector<T>(c.data(), c.data() + numel_);
+}
+
+template <typename T>
+MatrixMap<T> BasicTensor<T>::mat() {
+  const int64_t cols = ndim() == 0 ? 1 : shape_.back();
+  return mat(cols == 0 ? 0 : numel_ / cols, cols);
+}
+template <typename T>
+ConstMatrixMap<T> BasicTensor<T>::mat() const {
+  const int64_t cols = ndim() == 0 ? 1 : shape_.back();
+  return mat(cols == 0 ? 0 : numel_ / cols, cols);
+}
+template <typename T>
+MatrixMap<T> BasicTensor<T>::mat(int64_t rows, int64_t cols) {
+  if (!is_contiguous() || rows * cols != numel_)
+    throw std::invalid_argument("Tensor::mat: needs a contiguous tensor of rows*cols elements");
+  return MatrixMap<T>(data(), rows, cols);
+}
+template <typename T>
+ConstMatrixMap<T> BasicTensor<T>::mat(int64_t rows, int64_t cols) const {
+  if (!is_contiguous() || rows * cols != numel_)
+    throw std::invalid_argument("Tensor::mat: needs a contiguous tensor of rows*cols elements");
+  return ConstMatrixMap<T>(data(), rows, cols);
+}
+template <typename T>
+ArrayMap<T> BasicTensor<T>::vec() {
+  if (!is_contiguous()) throw std::invalid_argument("Tensor::vec: not contiguous");
+  return ArrayMap<T>(data(), numel_);
+}
+template <typename T>
+ConstArrayMap<T> BasicTensor<T>::vec() const {
+  if (!is_contiguous()) throw std::invalid_argument("Tensor::vec: not contiguous");
+  return ConstArrayMap<T>(data(), numel_);
+}
+
+template <typename T>
+double max_abs_diff(const BasicTensor<T>& a, const BasicTensor<T>& b) {
+  if (a.shape() != b.shape())
+    throw std::invalid_argument("max_abs_diff: shapes " + shape_str(a.shape()) + " and " +
+                                shape_str(b.shape()));
+  const BasicTensor<T> ac = a.contiguous(), bc = b.contiguous();
+  double m = 0.0;
+  for (int64_t i = 0; i < ac.numel(); ++i)
+    m = std::max(m, std::abs(static_cast<double>(ac[i]) - static_cast<double>(bc[i])));
+  return m;
+}
+
+template class Storage<float>;
+template class Storage<double>;
+template class BasicTensor<float>;
+template class BasicTensor<double>;
+template BasicTensor<double> BasicTensor<float>::cast<double>() const;
+template BasicTensor<float> BasicTensor<double>::cast<float>() const;
+template BasicTensor<float> BasicTensor<float>::cast<float>() const;
+template BasicTensor<double> BasicTensor<double>::cast<double>() const;
+template double max_abs_diff(const BasicTensor<float>&, const BasicTensor<float>&);
+template double max_abs_diff(const BasicTensor<double>&, const BasicTensor<double>&);
+
+}  // namespace gdp::nn
