@@ -1,0 +1,234 @@
+// Element-wise kernels: binary ops with an optional row-broadcast bias, unary
+// activations, and scaling; one grid-stride kernel per op family, templated on the op.
+#include "cuda/common.cuh"
+#include "cuda/kernels.h"
+
+namespace gdp::cuda {
+
+namespace {
+
+enum class Bin { Add, Sub, Mul, Div };
+enum class Un { Relu, Gelu, Tanh, Sigmoid, Exp, Log };
+
+template <Bin op>
+__device__ inline float bin_apply(float a, float b) {
+  if constexpr (op == Bin::Add) return a + b;
+  if constexpr (op == Bin::Sub) return a - b;
+  if constexpr (op == Bin::Mul) return a * b;
+  return a / b;
+}
+
+// Gradients of out = a op b w.r.t. a and b, given dout.
+template <Bin op>
+__device__ inline void bin_grad(float dout, float a, float b, float& ga, float& gb) {
+  if constexpr (op == Bin::Add) {
+    ga = dout;
+    gb = dout;
+  } else if constexpr (op == Bin::Sub) {
+    ga = dout;
+    gb = -dout;
+  } else if constexpr (op == Bin::Mul) {
+    ga = dout * b;
+    gb = dout * a;
+  } else {
+    ga = dout / b;
+    gb = -dout * a / (b * b);
+  }
+}
+
+// out (N,C) = a (N,C) op b (N,C, or C when b_is_row).
+template <Bin op>
+__global__ void binary_forward_kernel(float* out, const float* a, const float* b, std::size_t n, int C,
+                                      bool b_is_row) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    float bv = b[b_is_row ? i % C : i];
+    out[i] = bin_apply<op>(a[i], bv);
+  }
+}
+
+// da (N,C) += ga; db (N,C) += gb when !b_is_row. Add/Sub never read a or b.
+template <Bin op>
+__global__ void binary_backward_kernel(float* da, float* db, const float* dout, const float* a, const float* b,
+                                       std::size_t n, int C, bool b_is_row) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    float av = 0.0f, bv = 0.0f;
+    if constexpr (op == Bin::Mul || op == Bin::Div) {
+      av = a[i];
+      bv = b[b_is_row ? i % C : i];
+    }
+    float ga, gb;
+    bin_grad<op>(dout[i], av, bv, ga, gb);
+    if (da) da[i] += ga;
+    if (db && !b_is_row) db[i] += gb;
+  }
+}
+
+// db (C) += sum over rows of gb: a (32 x 8) block owns 32 columns and a slice of rows;
+// partial sums meet in shared memory, then one atomicAdd per column per block.
+template <Bin op>
+__global__ void binary_backward_rowbias_kernel(float* db, const float* dout, const float* a, const float* b,
+                                               int N, int C) {
+  __shared__ float part[8][33];
+  int col = blockIdx.x * 32 + threadIdx.x;
+  float acc = 0.0f;
+  if (col < C) {
+    float bv = 0.0f;
+    if constexpr (op == Bin::Mul || op == Bin::Div) bv = b[col];
+    for (int r = blockIdx.y * 8 + threadIdx.y; r < N; r += gridDim.y * 8) {
+      std::size_t i = static_cast<std::size_t>(r) * C + col;
+      float av = 0.0f;
+      if constexpr (op == Bin::Mul || op == Bin::Div) av = a[i];
+      float ga, gb;
+      bin_grad<op>(dout[i], av, bv, ga, gb);
+      acc += gb;
+    }
+  }
+  part[threadIdx.y][threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.y == 0 && col < C) {
+    float s = 0.0f;
+    for (int y = 0; y < 8; ++y) s += part[y][threadIdx.x];
+    atomicAdd(&db[col], s);
+  }
+}
+
+template <Bin op>
+void binary_forward(float* out, const float* a, const float* b, int N, int C, bool b_is_row) {
+  std::size_t n = static_cast<std::size_t>(N) * C;
+  if (n == 0) return;
+  binary_forward_kernel<op><<<grid_for(n, 256), 256>>>(out, a, b, n, C, b_is_row);
+  GDP_CUDA_CHECK_LAUNCH();
+}
+
+template <Bin op>
+void binary_backward(float* da, float* db, const float* dout, const float* a, const float* b, int N, int C,
+                     bool b_is_row) {
+  std::size_t n = static_cast<std::size_t>(N) * C;
+  if (n == 0) return;
+  if (da || (db && !b_is_row)) {
+    binary_backward_kernel<op><<<grid_for(n, 256), 256>>>(da, db, dout, a, b, n, C, b_is_row);
+    GDP_CUDA_CHECK_LAUNCH();
+  }
+  if (db && b_is_row) {
+    unsigned int gy = ceil_div(static_cast<std::size_t>(N), 8 * 32);
+    if (gy > 256) gy = 256;
+    dim3 grid(ceil_div(static_cast<std::size_t>(C), 32), gy);
+    binary_backward_rowbias_kernel<op><<<grid, dim3(32, 8)>>>(db, dout, a, b, N, C);
+    GDP_CUDA_CHECK_LAUNCH();
+  }
+}
+
+constexpr float kGeluS = 0.7978845608028654f;  // sqrt(2/pi)
+constexpr float kGeluA = 0.044715f;
+
+template <Un op>
+__device__ inline float un_apply(float x) {
+  if constexpr (op == Un::Relu) return x > 0.0f ? x : 0.0f;
+  if constexpr (op == Un::Gelu) return 0.5f * x * (1.0f + tanhf(kGeluS * (x + kGeluA * x * x * x)));
+  if constexpr (op == Un::Tanh) return tanhf(x);
+  if constexpr (op == Un::Sigmoid) return 1.0f / (1.0f + expf(-x));
+  if constexpr (op == Un::Exp) return expf(x);
+  return logf(x);
+}
+
+template <Un op>
+__device__ inline float un_grad(float x) {
+  if constexpr (op == Un::Relu) return x > 0.0f ? 1.0f : 0.0f;
+  if constexpr (op == Un::Gelu) {
+    float t = tanhf(kGeluS * (x + kGeluA * x * x * x));
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kGeluS * (1.0f + 3.0f * kGeluA * x * x);
+  }
+  if constexpr (op == Un::Tanh) {
+    float t = tanhf(x);
+    return 1.0f - t * t;
+  }
+  if constexpr (op == Un::Sigmoid) {
+    float s = 1.0f / (1.0f + expf(-x));
+    return s * (1.0f - s);
+  }
+  if constexpr (op == Un::Exp) return expf(x);
+  return 1.0f / x;
+}
+
+template <Un op>
+__global__ void unary_forward_kernel(float* out, const float* x, std::size_t n) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    out[i] = un_apply<op>(x[i]);
+}
+
+template <Un op>
+__global__ void unary_backward_kernel(float* dx, const float* dout, const float* x, std::size_t n) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    dx[i] += un_grad<op>(x[i]) * dout[i];
+}
+
+template <Un op>
+void unary_forward(float* out, const float* x, std::size_t n) {
+  if (n == 0) return;
+  unary_forward_kernel<op><<<grid_for(n, 256), 256>>>(out, x, n);
+  GDP_CUDA_CHECK_LAUNCH();
+}
+
+template <Un op>
+void unary_backward(float* dx, const float* dout, const float* x, std::size_t n) {
+  if (n == 0) return;
+  unary_backward_kernel<op><<<grid_for(n, 256), 256>>>(dx, dout, x, n);
+  GDP_CUDA_CHECK_LAUNCH();
+}
+
+// out (n) = s * x (n) when acc is false; out += s * x when acc is true.
+__global__ void scale_kernel(float* out, const float* x, float s, std::size_t n, bool acc) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    out[i] = acc ? out[i] + s * x[i] : s * x[i];
+}
+
+}  // namespace
+
+void add_forward(float* out, const float* a, const float* b, int N, int C, bool r) { binary_forward<Bin::Add>(out, a, b, N, C, r); }
+void sub_forward(float* out, const float* a, const float* b, int N, int C, bool r) { binary_forward<Bin::Sub>(out, a, b, N, C, r); }
+void mul_forward(float* out, const float* a, const float* b, int N, int C, bool r) { binary_forward<Bin::Mul>(out, a, b, N, C, r); }
+void div_forward(float* out, const float* a, const float* b, int N, int C, bool r) { binary_forward<Bin::Div>(out, a, b, N, C, r); }
+
+void add_backward(float* da, float* db, const float* dout, int N, int C, bool r) {
+  binary_backward<Bin::Add>(da, db, dout, nullptr, nullptr, N, C, r);
+}
+void sub_backward(float* da, float* db, const float* dout, int N, int C, bool r) {
+  binary_backward<Bin::Sub>(da, db, dout, nullptr, nullptr, N, C, r);
+}
+void mul_backward(float* da, float* db, const float* dout, const float* a, const float* b, int N, int C, bool r) {
+  binary_backward<Bin::Mul>(da, db, dout, a, b, N, C, r);
+}
+void div_backward(float* da, float* db, const float* dout, const float* a, const float* b, int N, int C, bool r) {
+  binary_backward<Bin::Div>(da, db, dout, a, b, N, C, r);
+}
+
+void relu_forward(float* out, const float* x, std::size_t n) { unary_forward<Un::Relu>(out, x, n); }
+void gelu_forward(float* out, const float* x, std::size_t n) { unary_forward<Un::Gelu>(out, x, n); }
+void tanh_forward(float* out, const float* x, std::size_t n) { unary_forward<Un::Tanh>(out, x, n); }
+void sigmoid_forward(float* out, const float* x, std::size_t n) { unary_forward<Un::Sigmoid>(out, x, n); }
+void exp_forward(float* out, const float* x, std::size_t n) { unary_forward<Un::Exp>(out, x, n); }
+void log_forward(float* out, const float* x, std::size_t n) { unary_forward<Un::Log>(out, x, n); }
+void relu_backward(float* dx, const float* dout, const float* x, std::size_t n) { unary_backward<Un::Relu>(dx, dout, x, n); }
+void gelu_backward(float* dx, const float* dout, const float* x, std::size_t n) { unary_backward<Un::Gelu>(dx, dout, x, n); }
+void tanh_backward(float* dx, const float* dout, const float* x, std::size_t n) { unary_backward<Un::Tanh>(dx, dout, x, n); }
+void sigmoid_backward(float* dx, const float* dout, const float* x, std::size_t n) { unary_backward<Un::Sigmoid>(dx, dout, x, n); }
+void exp_backward(float* dx, const float* dout, const float* x, std::size_t n) { unary_backward<Un::Exp>(dx, dout, x, n); }
+void log_backward(float* dx, const float* dout, const float* x, std::size_t n) { unary_backward<Un::Log>(dx, dout, x, n); }
+
+void scale_forward(float* out, const float* x, float s, std::size_t n) {
+  if (n == 0) return;
+  scale_kernel<<<grid_for(n, 256), 256>>>(out, x, s, n, false);
+  GDP_CUDA_CHECK_LAUNCH();
+}
+void scale_backward(float* dx, const float* dout, float s, std::size_t n) {
+  if (n == 0) return;
+  scale_kernel<<<grid_for(n, 256), 256>>>(dx, dout, s, n, true);
+  GDP_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace gdp::cuda
