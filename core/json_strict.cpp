@@ -20,6 +20,8 @@ nlohmann::json StrictJson::parse(const std::string& text) const {
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(source_ + ": invalid JSON at byte " + std::to_string(e.byte) + ": " +
                      e.what());
+  } catch (const nlohmann::json::exception& e) {  // e.g. number overflow (1e999)
+    throw InputError(source_ + ": invalid JSON: " + e.what());
   }
 }
 

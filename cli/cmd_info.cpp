@@ -1,0 +1,61 @@
+// `gdp info G [--json]`: op and edge counts, flops split by phase, parameter/activation bytes.
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "core/io.h"
+
+namespace gdp::cli {
+
+int cmd_info(int argc, char** argv) {
+  Args a(argc, argv, {}, {"--json"});
+  if (a.help()) {
+    std::printf(
+        "usage: gdp info GRAPH [--json]\n\n"
+        "Prints a graph's op and edge counts, total flops with the forward/backward/update split,\n"
+        "parameter bytes and activation (output) bytes. GRAPH is a gdp-graph JSON file or a\n"
+        "PipeDream profile (detected from content).\n"
+        "  --json   print one JSON object (keys: name, ops, edges, flops, flops_forward,\n"
+        "           flops_backward, flops_update, ops_forward, ops_backward, ops_update,\n"
+        "           parameter_bytes, activation_bytes, temp_bytes, colocation_groups, depth)\n");
+    return 0;
+  }
+  if (a.positional().size() != 1) throw UsageError("expected exactly one GRAPH argument (see --help)");
+  Graph g = read_graph_file(a.positional()[0]);
+  GraphSummary s = g.summary();
+  if (a.has("--json")) {
+    nlohmann::ordered_json j{{"name", g.name},
+                             {"ops", s.ops},
+                             {"edges", s.edges},
+                             {"flops", s.flops},
+                             {"flops_forward", s.flops_forward},
+                             {"flops_backward", s.flops_backward},
+                             {"flops_update", s.flops_update},
+                             {"ops_forward", s.ops_forward},
+                             {"ops_backward", s.ops_backward},
+                             {"ops_update", s.ops_update},
+                             {"parameter_bytes", s.parameter_bytes},
+                             {"activation_bytes", s.activation_bytes},
+                             {"temp_bytes", s.temp_bytes},
+                             {"colocation_groups", s.colocation_groups},
+                             {"depth", s.depth}};
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  auto pct = [&](double x) { return s.flops > 0 ? 100.0 * x / s.flops : 0.0; };
+  std::printf("graph            %s\n", g.name.c_str());
+  std::printf("ops              %lld (forward %lld, backward %lld, update %lld)\n", (long long)s.ops,
+              (long long)s.ops_forward, (long long)s.ops_backward, (long long)s.ops_update);
+  std::printf("edges            %lld\n", (long long)s.edges);
+  std::printf("depth            %lld ops on the longest path\n", (long long)s.depth);
+  std::printf("flops            %.4g (forward %.1f%%, backward %.1f%%, update %.1f%%)\n", s.flops,
+              pct(s.flops_forward), pct(s.flops_backward), pct(s.flops_update));
+  std::printf("parameter bytes  %lld (%.2f MiB)\n", (long long)s.parameter_bytes, s.parameter_bytes / 1048576.0);
+  std::printf("activation bytes %lld (%.2f MiB)\n", (long long)s.activation_bytes, s.activation_bytes / 1048576.0);
+  std::printf("colocation groups %lld\n", (long long)s.colocation_groups);
+  return 0;
+}
+
+}  // namespace gdp::cli

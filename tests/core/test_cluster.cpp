@@ -1,0 +1,121 @@
+// Cluster presets, routes over several hops, the strict cluster reader, placement files.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/io.h"
+
+using namespace gdp;
+
+namespace {
+int hops(const Cluster& c, int s, int d) { return static_cast<int>(c.route(s, d).size()); }
+}  // namespace
+
+TEST_CASE("core/cluster nvlink preset is all-to-all", "[core]") {
+  Cluster c = make_cluster_preset("v100x4-nvlink");
+  REQUIRE(c.num_devices() == 4);
+  CHECK(c.devices[0].kind == "V100");
+  CHECK(c.devices[0].peak_fp32_flops == Approx(15.7e12));
+  CHECK(c.devices[0].mem_bandwidth_Bps == Approx(900e9));
+  for (int s = 0; s < 4; ++s)
+    for (int d = 0; d < 4; ++d) CHECK(hops(c, s, d) == (s == d ? 0 : 1));
+  // Route endpoints chain correctly: the directed link leaves s and reaches d.
+  int32_t dl = c.route(1, 3)[0];
+  CHECK(c.directed_link_name(dl) == "gpu1->gpu3");
+}
+
+TEST_CASE("core/cluster pcie preset routes through switches and host", "[core]") {
+  Cluster c = make_cluster_preset("k80x8-pcie");
+  REQUIRE(c.num_devices() == 8);
+  CHECK(hops(c, 0, 1) == 2);  // same PCIe switch
+  CHECK(hops(c, 0, 5) == 4);  // across the host
+  const auto& r = c.route(0, 5);
+  CHECK(c.directed_link_name(r[0]) == "gpu0->pcie0");
+  CHECK(c.directed_link_name(r[1]) == "pcie0->host");
+  CHECK(c.directed_link_name(r[2]) == "host->pcie1");
+  CHECK(c.directed_link_name(r[3]) == "pcie1->gpu5");
+  CHECK_THROWS_WITH(make_cluster_preset("k80x2-nvlink"), Catch::Contains("no NVLink"));
+}
+
+TEST_CASE("core/cluster multi-node preset crosses NICs", "[core]") {
+  Cluster c = make_cluster_preset("h100x16-2node");
+  REQUIRE(c.num_devices() == 16);
+  CHECK(hops(c, 0, 7) == 1);   // NVLink inside a node
+  CHECK(hops(c, 0, 8) == 4);   // gpu -> nic -> netswitch -> nic -> gpu
+  CHECK(c.devices[9].name == "node1/gpu1");
+}
+
+TEST_CASE("core/cluster preset grammar errors are clear", "[core]") {
+  CHECK_THROWS_WITH(make_cluster_preset("v100-4"), Catch::Contains("<kind>x<count>-<topology>"));
+  CHECK_THROWS_WITH(make_cluster_preset("tpu4x4-nvlink"), Catch::Contains("unknown kind"));
+  CHECK_THROWS_WITH(make_cluster_preset("v100x6-4node"), Catch::Contains("multiple of the node count"));
+  for (const auto& e : cluster_preset_examples()) CHECK_NOTHROW(make_cluster_preset(e));
+}
+
+TEST_CASE("core/cluster json round-trips and is strict", "[core]") {
+  Cluster c = make_cluster_preset("p100x4-pcie");
+  std::string text = cluster_to_json(c);
+  Cluster d = parse_cluster_json(text, "c.json");
+  CHECK(cluster_to_json(d) == text);
+  CHECK(d.route(0, 3) == c.route(0, 3));
+
+  auto err = [](const std::string& t) {
+    try {
+      parse_cluster_json(t, "c.json");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string dev =
+      "{\"name\": \"g0\", \"kind\": \"V100\", \"peak_fp32_tflops\": 15.7, \"peak_fp16_tflops\": 125, "
+      "\"mem_bandwidth_GBps\": 900, \"memory_bytes\": 1000, \"launch_overhead_us\": 5}";
+  const std::string dev1 = std::string(dev).replace(dev.find("g0"), 2, "g1");
+  auto cl = [&](const std::string& devs, const std::string& links) {
+    return "{\"format\": \"gdp-cluster\", \"version\": 1, \"name\": \"x\", \"devices\": [" + devs +
+           "], \"links\": [" + links + "]}";
+  };
+  const std::string link = "{\"a\": \"g0\", \"b\": \"g1\", \"bandwidth_GBps\": 10, \"latency_us\": 2}";
+  CHECK(err(cl(dev + "," + dev1, link)).empty());
+  CHECK_THAT(err(cl(dev + "," + dev1, "")), Catch::Contains("no route"));
+  CHECK_THAT(err(cl(dev + "," + dev1, "{\"a\": \"g0\", \"b\": \"g9\", \"bandwidth_GBps\": 10, \"latency_us\": 2}")),
+             Catch::Contains("links[0].b") && Catch::Contains("unknown device or switch"));
+  CHECK_THAT(err(cl(dev + "," + dev1, "{\"a\": \"g0\", \"b\": \"g1\", \"bandwidth_GBps\": 0, \"latency_us\": 2}")),
+             Catch::Contains("links[0].bandwidth_GBps"));
+  CHECK_THAT(err(cl(dev + "," + dev, "")), Catch::Contains("duplicate node name"));
+  std::string bad = dev;
+  bad.replace(bad.find("\"launch_overhead_us\""), 20, "\"launch_overhead\": 5, \"launch_overhead_us\"");
+  CHECK_THAT(err(cl(bad, "")), Catch::Contains("devices[0].launch_overhead") && Catch::Contains("unknown key"));
+  CHECK_THAT(err(cl("", "")), Catch::Contains("at least one device"));
+}
+
+TEST_CASE("core/placement files round-trip and are strict", "[core]") {
+  Graph g;
+  g.name = "p";
+  for (int i = 0; i < 4; ++i) {
+    Op o;
+    o.id = i;
+    o.name = "op" + std::to_string(i);
+    o.outputs.push_back({{1}, DType::f32, 4});
+    if (i >= 2) o.colocation = "v";
+    g.add_op(o);
+  }
+  g.add_edge(0, 0, 1, 4);
+  g.add_edge(1, 0, 2, 4);
+  g.add_edge(2, 0, 3, 4);
+  g.finalize();
+  Placement rr = place_round_robin(g, 3);
+  CHECK(rr.device == std::vector<int32_t>{0, 1, 2, 2});  // op3 follows its colocation group
+  auto path = (std::filesystem::temp_directory_path() / "gdp_place.json").string();
+  write_placement_file(rr, g, 3, path);
+  CHECK(read_placement_file(path, g, 3).device == rr.device);
+  CHECK_THROWS_WITH(read_placement_file(path, g, 2), Catch::Contains("uses 3 devices but the cluster has 2"));
+  write_text_file_atomic(path, "{\"format\": \"gdp-placement\", \"version\": 1, \"devices\": 2, \"placement\": {\"op0\": 0, \"op1\": 1, \"op2\": 1}}");
+  CHECK_THROWS_WITH(read_placement_file(path, g, 2), Catch::Contains("op3") && Catch::Contains("no device"));
+  write_text_file_atomic(path, "{\"format\": \"gdp-placement\", \"version\": 1, \"devices\": 2, \"placement\": {\"op0\": 0, \"op1\": 2, \"op2\": 1, \"op3\": 1}}");
+  CHECK_THROWS_WITH(read_placement_file(path, g, 2), Catch::Contains("placement.op1"));
+  write_text_file_atomic(path, "{\"format\": \"gdp-placement\", \"version\": 1, \"devices\": 2, \"placement\": {\"opX\": 0}}");
+  CHECK_THROWS_WITH(read_placement_file(path, g, 2), Catch::Contains("no op named \"opX\""));
+  std::filesystem::remove(path);
+}
