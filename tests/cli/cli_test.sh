@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# End-to-end checks of the gdp binary: --help everywhere, exit code 2 for bad usage, 1 for bad
+# input with a message naming the problem, and the main subcommands on small inputs.
+# usage: cli_test.sh GDP_BINARY CASE
+set -u
+gdp=$1
+case_name=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAILED: $*"; exit 1; }
+expect_rc() {  # expect_rc RC PATTERN -- command...
+  local want=$1 pat=$2; shift 3
+  local out rc
+  out=$("$@" 2>&1); rc=$?
+  [ "$rc" -eq "$want" ] || fail "'$*' exited $rc, expected $want; output: $out"
+  [ -z "$pat" ] || echo "$out" | grep -q -- "$pat" || fail "'$*' output lacks '$pat': $out"
+}
+
+cat > "$tmp/g.json" <<'G'
+{"format": "gdp-graph", "version": 1, "name": "tiny", "ops": [
+ {"id": 0, "name": "a", "type": "MatMul", "phase": "forward", "outputs": [{"shape": [1024, 1024], "dtype": "f32", "bytes": 4194304}], "flops": 2e9, "bytes_accessed": 12582912, "param_bytes": 4194304, "colocation": "w"},
+ {"id": 1, "name": "b", "type": "Relu", "phase": "forward", "outputs": [{"shape": [1024, 1024], "dtype": "f32", "bytes": 4194304}], "flops": 1048576, "bytes_accessed": 8388608},
+ {"id": 2, "name": "c", "type": "ApplyAdam", "phase": "update", "outputs": [], "flops": 4194304, "bytes_accessed": 16777216, "colocation": "w"}],
+"edges": [{"src": 0, "dst": 1}, {"src": 1, "dst": 2}]}
+G
+
+case "$case_name" in
+  help)
+    expect_rc 0 "usage" -- "$gdp" --help
+    for c in info convert cluster simulate gen place compare; do
+      expect_rc 0 "usage: gdp $c" -- "$gdp" "$c" --help
+    done ;;
+  usage)
+    expect_rc 2 "usage" -- "$gdp"
+    expect_rc 2 "unknown command" -- "$gdp" frobnicate
+    expect_rc 2 "unknown flag --bogus" -- "$gdp" info --bogus "$tmp/g.json"
+    expect_rc 2 "missing required flag --cluster" -- "$gdp" simulate --graph "$tmp/g.json" --placement single
+    expect_rc 2 "expects a value" -- "$gdp" simulate --graph ;;
+  bad-input)
+    echo '{"format": "gdp-graph", "version": 1, "name": "x", "ops": [], "edges": []}' > "$tmp/empty.json"
+    expect_rc 1 "empty.json" -- "$gdp" info "$tmp/empty.json"
+    expect_rc 1 "cannot open" -- "$gdp" info "$tmp/missing.json"
+    expect_rc 1 "<kind>x<count>-<topology>" -- "$gdp" cluster v100-four
+    sed 's/"flops": 2e9/"flops": -2/' "$tmp/g.json" > "$tmp/neg.json"
+    expect_rc 1 "ops\[0\].flops" -- "$gdp" info "$tmp/neg.json" ;;
+  info)
+    expect_rc 0 '"ops": 3' -- "$gdp" info --json "$tmp/g.json"
+    expect_rc 0 '"parameter_bytes": 4194304' -- "$gdp" info --json "$tmp/g.json"
+    expect_rc 0 "ops              3" -- "$gdp" info "$tmp/g.json" ;;
+  convert)
+    printf 'node1 -- Input0 -- forward_compute_time=0.5, backward_compute_time=0.0, activation_size=64.0, parameter_size=0.0\nnode2 -- Linear(4, 4) -- forward_compute_time=1.0, backward_compute_time=2.0, activation_size=64.0, parameter_size=80.0\n\tnode1 -- node2\n' > "$tmp/p.txt"
+    expect_rc 0 "" -- "$gdp" convert "$tmp/p.txt" -o "$tmp/p.json"
+    expect_rc 0 '"ops": 4' -- "$gdp" info --json "$tmp/p.json"
+    expect_rc 0 '"edges": 4' -- "$gdp" info --json "$tmp/p.txt" ;;
+  cluster)
+    expect_rc 0 "v100x4-nvlink" -- "$gdp" cluster --list
+    "$gdp" cluster k80x2-pcie -o "$tmp/c.json" || fail "cluster -o"
+    expect_rc 0 '"gdp-cluster"' -- "$gdp" cluster "$tmp/c.json" ;;
+  simulate)
+    expect_rc 0 '"valid": true' -- "$gdp" simulate --graph "$tmp/g.json" --cluster v100x2-nvlink --placement single --json
+    expect_rc 0 'step time' -- "$gdp" simulate --graph "$tmp/g.json" --cluster v100x2-nvlink --placement round-robin --trace "$tmp/t.json"
+    grep -q traceEvents "$tmp/t.json" || fail "trace file lacks traceEvents"
+    printf '{"format": "gdp-placement", "version": 1, "devices": 2, "placement": {"a": 0, "b": 1, "c": 1}}' > "$tmp/split.json"
+    expect_rc 0 'colocation' -- "$gdp" simulate --graph "$tmp/g.json" --cluster v100x2-nvlink --placement "$tmp/split.json" ;;
+  *) fail "unknown case $case_name" ;;
+esac
+echo "PASSED: $case_name"
