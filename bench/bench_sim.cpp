@@ -1,0 +1,100 @@
+// Simulator throughput, the RL reward's cost: a 50,000-op, ~100,000-edge layered random graph
+// on v100x8-nvlink under random placements; one simulation on one core, and placements per
+// second through Simulator::step_times with 2 threads. Figures: docs/performance.md.
+#include <benchmark/benchmark.h>
+
+#include <omp.h>
+
+#include <memory>
+#include <vector>
+
+#include "core/cluster.h"
+#include "sim/random_graph.h"
+#include "sim/simulator.h"
+
+namespace {
+
+using namespace gdp;
+
+struct Fixture {
+  Graph graph;
+  Cluster cluster;
+  std::unique_ptr<Simulator> sim;
+  std::vector<Placement> placements;
+
+  Fixture() {
+    RandomGraphSpec spec;
+    spec.num_ops = 50000;
+    spec.edges_per_op = 2.0;  // ~100,000 edges
+    spec.layer_width = 64;
+    spec.seed = 2019;
+    graph = make_random_layered_graph(spec);
+    cluster = make_cluster_preset("v100x8-nvlink");
+    sim = std::make_unique<Simulator>(graph, cluster, CostModel());
+    for (uint64_t s = 0; s < 16; ++s) placements.push_back(random_placement(graph, cluster.num_devices(), 7 + s));
+  }
+};
+
+Fixture& fixture() {
+  static Fixture f;
+  return f;
+}
+
+// The RL hot path: step time only, caller-owned state, no allocation.
+void BM_SimStepTime_50k_v100x8(benchmark::State& state) {
+  Fixture& f = fixture();
+  auto st = f.sim->make_state();
+  size_t k = 0;
+  double sink = 0;
+  for (auto _ : state) {
+    sink += f.sim->step_time(f.placements[k++ % f.placements.size()], *st);
+  }
+  benchmark::DoNotOptimize(sink);
+  state.counters["ops"] = f.graph.num_ops();
+  state.counters["edges"] = static_cast<double>(f.graph.num_edges());
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_SimStepTime_50k_v100x8)->Unit(benchmark::kMillisecond);
+
+// The full result: stats, link bytes and critical path (no trace).
+void BM_SimRunFull_50k_v100x8(benchmark::State& state) {
+  Fixture& f = fixture();
+  auto st = f.sim->make_state();
+  size_t k = 0;
+  for (auto _ : state) {
+    SimResult r = f.sim->run(f.placements[k++ % f.placements.size()], *st);
+    benchmark::DoNotOptimize(r.step_time_s);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_SimRunFull_50k_v100x8)->Unit(benchmark::kMillisecond);
+
+// A batch of 16 placements through step_times (OpenMP) with 1 and 2 threads;
+// items_per_second = placements per second (wall clock).
+void BM_SimStepTimesBatch16(benchmark::State& state) {
+  Fixture& f = fixture();
+  const int threads = static_cast<int>(state.range(0));
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  for (auto _ : state) {
+    std::vector<double> t = f.sim->step_times(f.placements);
+    benchmark::DoNotOptimize(t.data());
+  }
+  omp_set_num_threads(before);
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(f.placements.size()));
+}
+BENCHMARK(BM_SimStepTimesBatch16)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// One-time cost: preprocessing the graph into a SimProgram.
+void BM_SimBuildProgram_50k(benchmark::State& state) {
+  Fixture& f = fixture();
+  for (auto _ : state) {
+    Simulator s(f.graph, f.cluster, CostModel());
+    benchmark::DoNotOptimize(&s);
+  }
+}
+BENCHMARK(BM_SimBuildProgram_50k)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,63 @@
+// The simulator's internal data: SimProgram, the graph and cluster flattened once into
+// index arrays (CSR consumer lists, op time table, routes). SimState is in sim_state.h.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/graph.h"
+#include "sim/cost_model.h"
+#include "sim/sim_state.h"
+#include "sim/simulator.h"
+
+namespace gdp {
+
+class SimProgram {
+ public:
+  SimProgram(const Graph& g, const Cluster& c, const CostModel& cost, const SimOptions& opt);
+
+  Graph graph;
+  Cluster cluster;
+  SimOptions opt;
+
+  int32_t num_ops = 0, num_devices = 0, num_links = 0;  // links: directed
+  int32_t num_tensors = 0, num_edges = 0;
+
+  // Ops (dense index).
+  std::vector<int32_t> topo_pos;        // (num_ops) position in Graph::topo_order()
+  std::vector<int32_t> in_degree;       // (num_ops) number of input edges
+  std::vector<int32_t> in_ptr;          // (num_ops+1) input edge slots [in_ptr[i], in_ptr[i+1])
+  std::vector<int32_t> in_tensor;       // (num_edges) tensor read by the slot
+  std::vector<int32_t> in_edge;         // (num_edges) consumer-edge id of the slot (see cons_*)
+  std::vector<int32_t> tensor_ptr;      // (num_ops+1) output tensors of op i: [ptr[i], ptr[i+1])
+  std::vector<int64_t> alloc_bytes;     // (num_ops) outputs + temporaries, allocated at start
+  std::vector<int64_t> temp_bytes;      // (num_ops) freed at the op's end
+  std::vector<int64_t> param_bytes;     // (num_ops) resident on the op's device
+  std::vector<int32_t> coloc_first;     // (num_ops) first op (topological) of its group; -1 none
+
+  // Tensors (one per op output), consumer edges grouped by tensor.
+  std::vector<int32_t> tensor_op;       // (num_tensors) producing op
+  std::vector<int64_t> tensor_bytes;    // (num_tensors) allocated on the producer's device
+  std::vector<int64_t> xfer_bytes;      // (num_tensors) bytes moved and held by a receiver
+  std::vector<int32_t> cons_ptr;        // (num_tensors+1) consumer edges [ptr[t], ptr[t+1])
+  std::vector<int32_t> cons_op;         // (num_edges) consuming op of each consumer edge
+
+  // Costs: op time of op i on device d = op_time[dev_class[d] * num_ops + i].
+  std::vector<int32_t> dev_class;       // (num_devices)
+  std::vector<double> op_time;          // (classes * num_ops) seconds
+  std::vector<int64_t> capacity_bytes;  // (num_devices); <= 0 = unlimited
+
+  // Links and routes.
+  std::vector<double> link_bw_Bps;      // (num_links)
+  std::vector<double> link_latency_s;   // (num_links)
+  std::vector<int32_t> route_ptr;       // (num_devices^2+1) route s->d: [ptr[s*D+d], ptr[s*D+d+1])
+  std::vector<int32_t> route_link;      // directed link ids
+
+  double time_of(int32_t op, int32_t dev) const {
+    return op_time[static_cast<size_t>(dev_class[dev]) * num_ops + op];
+  }
+};
+
+}  // namespace gdp

@@ -1,0 +1,193 @@
+// Invariants of the simulator on seeded random DAGs of 10 to 10,000 ops: lower bounds on the
+// step time, every op runs once, dependences and device exclusivity hold, memory returns to
+// the resident level; plus determinism and parallel == sequential.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "core/cluster.h"
+#include "sim/random_graph.h"
+#include "sim/simulator.h"
+
+using namespace gdp;
+
+namespace {
+
+constexpr double kRel = 1e-12;
+
+// Lower bound for a transfer of `bytes` from device s to d: every hop's bytes/bw + latency.
+double min_transfer_s(const Cluster& c, int32_t s, int32_t d, int64_t bytes) {
+  double t = 0;
+  for (int32_t l : c.route(s, d)) {
+    const LinkSpec& k = c.links[l / 2];
+    t += static_cast<double>(bytes) / k.bandwidth_Bps + k.latency_s;
+  }
+  return t;
+}
+
+void check_invariants(const Graph& g, const Cluster& c, const Simulator& sim, const Placement& p) {
+  auto st = sim.make_state();
+  Simulator copy_free = Simulator(g, c, CostModel(), sim.options());
+  SimResult r = copy_free.run(p);
+  REQUIRE(r.valid);
+  const int32_t n = g.num_ops(), D = c.num_devices();
+  INFO("graph " << g.name << " on " << c.name);
+
+  // Every op ran exactly once: n starts in total and every op has a start.
+  CHECK(r.ops_run == n);
+  int32_t per_dev = 0;
+  for (const auto& d : r.devices) per_dev += d.ops;
+  CHECK(per_dev == n);
+  REQUIRE(r.op_start_s.size() == static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) {
+    REQUIRE(r.op_start_s[i] >= 0);
+    CHECK(r.op_end_s[i] - r.op_start_s[i] == Approx(sim.op_time_s(i, p.device[i])).epsilon(1e-9).margin(1e-15));
+  }
+
+  // Step time bounds: longest path of op times, total work / devices, busiest device.
+  std::vector<double> lp(n, 0.0);
+  double longest = 0, work = 0;
+  for (int32_t i : g.topo_order()) {
+    double best = 0;
+    for (int64_t k = g.in_ptr()[i]; k < g.in_ptr()[i + 1]; ++k) best = std::max(best, lp[g.edges()[g.in_edge_ids()[k]].src]);
+    lp[i] = best + sim.op_time_s(i, p.device[i]);
+    longest = std::max(longest, lp[i]);
+    work += sim.op_time_s(i, p.device[i]);
+  }
+  CHECK(r.step_time_s >= longest * (1 - kRel));
+  CHECK(r.step_time_s >= work / D * (1 - kRel));
+  for (const auto& d : r.devices) CHECK(r.step_time_s >= d.busy_s * (1 - kRel));
+  CHECK(r.step_time_s == *std::max_element(r.op_end_s.begin(), r.op_end_s.end()));
+
+  // Dependences: a consumer starts after its producer ends, plus the transfer when remote.
+  for (const Edge& e : g.edges()) {
+    double lower = r.op_end_s[e.src];
+    if (p.device[e.src] != p.device[e.dst]) lower += min_transfer_s(c, p.device[e.src], p.device[e.dst], e.bytes);
+    CHECK(r.op_start_s[e.dst] >= lower * (1 - kRel));
+  }
+  // One op at a time per device.
+  std::vector<int32_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return p.device[a] != p.device[b] ? p.device[a] < p.device[b] : r.op_start_s[a] < r.op_start_s[b];
+  });
+  for (int32_t k = 1; k < n; ++k) {
+    if (p.device[order[k]] != p.device[order[k - 1]]) continue;
+    CHECK(r.op_start_s[order[k]] >= r.op_end_s[order[k - 1]]);
+  }
+
+  // Memory: back to the resident level; peak at least resident.
+  for (const auto& d : r.devices) {
+    CHECK(d.end_memory_bytes == d.resident_bytes);
+    CHECK(d.peak_memory_bytes >= d.resident_bytes);
+  }
+  int64_t resident = 0;
+  for (const Op& op : g.ops()) resident += op.param_bytes;
+  int64_t sum_resident = 0;
+  for (const auto& d : r.devices) sum_resident += d.resident_bytes;
+  CHECK(sum_resident == resident);
+
+  // Critical path: a chain ending at the step time, each op starting after the previous ended.
+  REQUIRE_FALSE(r.critical_path.empty());
+  CHECK(r.op_end_s[r.critical_path.back()] == r.step_time_s);
+  for (size_t k = 1; k < r.critical_path.size(); ++k)
+    CHECK(r.op_start_s[r.critical_path[k]] >= r.op_end_s[r.critical_path[k - 1]]);
+
+  // The hot path gives the same number.
+  CHECK(sim.step_time(p, *st) == r.step_time_s);
+}
+
+}  // namespace
+
+TEST_CASE("sim/invariants/random DAGs from 10 to 10,000 ops", "[sim][invariants]") {
+  struct Case {
+    int32_t ops;
+    const char* cluster;
+    uint64_t seed;
+  };
+  const Case cases[] = {{10, "v100x2-nvlink", 1},   {100, "v100x4-nvlink", 2}, {300, "v100x4-pcie", 3},
+                        {1000, "v100x8-nvlink", 4}, {1000, "p100x4-pcie", 5},  {3000, "h100x16-2node", 6},
+                        {10000, "v100x8-nvlink", 7}};
+  for (const Case& k : cases) {
+    RandomGraphSpec spec;
+    spec.num_ops = k.ops;
+    spec.layer_width = std::max(2, k.ops / 40);
+    spec.seed = k.seed;
+    Graph g = make_random_layered_graph(spec);
+    Cluster c = make_cluster_preset(k.cluster);
+    SimOptions opt;
+    opt.record_op_times = true;
+    Simulator sim(g, c, CostModel(), opt);
+    check_invariants(g, c, sim, random_placement(g, c.num_devices(), k.seed * 31));
+    check_invariants(g, c, sim, place_single(g, 0));
+    check_invariants(g, c, sim, place_round_robin(g, c.num_devices()));
+    opt.queue_policy = QueuePolicy::topo_priority;
+    Simulator simt(g, c, CostModel(), opt);
+    check_invariants(g, c, simt, random_placement(g, c.num_devices(), k.seed * 37));
+  }
+}
+
+TEST_CASE("sim/invariants/single device step time is the total work", "[sim][invariants]") {
+  RandomGraphSpec spec;
+  spec.num_ops = 500;
+  spec.seed = 11;
+  Graph g = make_random_layered_graph(spec);
+  Cluster c = make_cluster_preset("v100x4-nvlink");
+  Simulator sim(g, c, CostModel());
+  double work = 0;
+  for (int32_t i = 0; i < g.num_ops(); ++i) work += sim.op_time_s(i, 2);
+  SimResult r = sim.run(place_single(g, 2));
+  CHECK(r.step_time_s == Approx(work).epsilon(1e-12));
+  CHECK(r.transfers == 0);
+}
+
+TEST_CASE("sim/determinism/same placement twice gives identical results", "[sim][determinism]") {
+  RandomGraphSpec spec;
+  spec.num_ops = 2000;
+  spec.seed = 21;
+  Graph g = make_random_layered_graph(spec);
+  Cluster c = make_cluster_preset("v100x4-pcie");
+  SimOptions opt;
+  opt.record_trace = true;
+  Simulator sim(g, c, CostModel(), opt);
+  Placement p = random_placement(g, c.num_devices(), 5);
+  SimResult a = sim.run(p);
+  sim.run(random_placement(g, c.num_devices(), 6));  // dirty the internal state in between
+  SimResult b = sim.run(p);
+  CHECK(a.step_time_s == b.step_time_s);
+  CHECK(a.link_bytes == b.link_bytes);
+  CHECK(a.critical_path == b.critical_path);
+  CHECK(a.transfers == b.transfers);
+  REQUIRE(a.devices.size() == b.devices.size());
+  for (size_t d = 0; d < a.devices.size(); ++d) {
+    CHECK(a.devices[d].busy_s == b.devices[d].busy_s);
+    CHECK(a.devices[d].peak_memory_bytes == b.devices[d].peak_memory_bytes);
+  }
+  REQUIRE(a.trace.size() == b.trace.size());
+  for (size_t k = 0; k < a.trace.size(); ++k) {
+    CHECK(a.trace[k].name == b.trace[k].name);
+    CHECK(a.trace[k].start_s == b.trace[k].start_s);
+  }
+  CHECK(trace_to_chrome_json(a, c) == trace_to_chrome_json(b, c));
+}
+
+TEST_CASE("sim/determinism/step_times in parallel equals sequential", "[sim][determinism]") {
+  RandomGraphSpec spec;
+  spec.num_ops = 3000;
+  spec.seed = 31;
+  Graph g = make_random_layered_graph(spec);
+  Cluster c = make_cluster_preset("v100x8-nvlink");
+  Simulator sim(g, c, CostModel());
+  std::vector<Placement> ps;
+  for (uint64_t s = 0; s < 24; ++s) ps.push_back(random_placement(g, c.num_devices(), 100 + s));
+  ps.push_back(place_single(g, 3));
+  ps.push_back(Placement{});  // invalid: wrong length => +inf
+  std::vector<double> par = sim.step_times(ps);
+  auto st = sim.make_state();
+  REQUIRE(par.size() == ps.size());
+  for (size_t k = 0; k < ps.size(); ++k) CHECK(par[k] == sim.step_time(ps[k], *st));
+  CHECK(std::isinf(par.back()));
+  CHECK(std::isfinite(par.front()));
+}
