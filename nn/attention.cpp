@@ -85,7 +85,7 @@ void rel_attention_forward(T* out, T* probs, const T* q, const T* k, const T* v,
   d.validate();
   const int32_t S = d.S, M = d.M, K = d.K(), P = d.P(), Dh = d.Dh, off = d.rel_offset();
   const T scale = T(1) / std::sqrt(static_cast<T>(Dh));
-#pragma omp parallel for schedule(static) if (d.H > 1)
+#pragma omp parallel for schedule(static) if (d.H > 1 && int64_t(S) * K * d.D() > 65536)
   for (int32_t h = 0; h < d.H; ++h) {
     Scratch<T>& sc = scratch<T>();
     MatMap<T> qu(sc.get(0, static_cast<int64_t>(S) * Dh), S, Dh);
@@ -127,7 +127,7 @@ void rel_attention_backward(T* dq, T* dk, T* dv, T* drk, T* du, T* dvb, const T*
   d.validate();
   const int32_t S = d.S, M = d.M, K = d.K(), P = d.P(), Dh = d.Dh, off = d.rel_offset();
   const T scale = T(1) / std::sqrt(static_cast<T>(Dh));
-#pragma omp parallel for schedule(static) if (d.H > 1)
+#pragma omp parallel for schedule(static) if (d.H > 1 && int64_t(S) * K * d.D() > 65536)
   for (int32_t h = 0; h < d.H; ++h) {
     Scratch<T>& sc = scratch<T>();
     MatMap<T> ds(sc.get(0, static_cast<int64_t>(S) * K), S, K);     // dP, then dScore
