@@ -133,23 +133,18 @@ __device__ inline float un_apply(float x) {
   return logf(x);
 }
 
+// f' from the saved tensor s: the input x for Relu, Gelu, Log; the output y otherwise.
 template <Un op>
-__device__ inline float un_grad(float x) {
-  if constexpr (op == Un::Relu) return x > 0.0f ? 1.0f : 0.0f;
+__device__ inline float un_grad(float s) {
+  if constexpr (op == Un::Relu) return s > 0.0f ? 1.0f : 0.0f;
   if constexpr (op == Un::Gelu) {
-    float t = tanhf(kGeluS * (x + kGeluA * x * x * x));
-    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kGeluS * (1.0f + 3.0f * kGeluA * x * x);
+    float t = tanhf(kGeluS * (s + kGeluA * s * s * s));
+    return 0.5f * (1.0f + t) + 0.5f * s * (1.0f - t * t) * kGeluS * (1.0f + 3.0f * kGeluA * s * s);
   }
-  if constexpr (op == Un::Tanh) {
-    float t = tanhf(x);
-    return 1.0f - t * t;
-  }
-  if constexpr (op == Un::Sigmoid) {
-    float s = 1.0f / (1.0f + expf(-x));
-    return s * (1.0f - s);
-  }
-  if constexpr (op == Un::Exp) return expf(x);
-  return 1.0f / x;
+  if constexpr (op == Un::Tanh) return 1.0f - s * s;
+  if constexpr (op == Un::Sigmoid) return s * (1.0f - s);
+  if constexpr (op == Un::Exp) return s;
+  return 1.0f / s;
 }
 
 template <Un op>
@@ -160,10 +155,10 @@ __global__ void unary_forward_kernel(float* out, const float* x, std::size_t n) 
 }
 
 template <Un op>
-__global__ void unary_backward_kernel(float* dx, const float* dout, const float* x, std::size_t n) {
+__global__ void unary_backward_kernel(float* dx, const float* saved, const float* dout, std::size_t n) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
-    dx[i] += un_grad<op>(x[i]) * dout[i];
+    dx[i] += un_grad<op>(saved[i]) * dout[i];
 }
 
 template <Un op>
@@ -174,9 +169,9 @@ void unary_forward(float* out, const float* x, std::size_t n) {
 }
 
 template <Un op>
-void unary_backward(float* dx, const float* dout, const float* x, std::size_t n) {
+void unary_backward(float* dx, const float* saved, const float* dout, std::size_t n) {
   if (n == 0) return;
-  unary_backward_kernel<op><<<grid_for(n, 256), 256>>>(dx, dout, x, n);
+  unary_backward_kernel<op><<<grid_for(n, 256), 256>>>(dx, saved, dout, n);
   GDP_CUDA_CHECK_LAUNCH();
 }
 
@@ -213,12 +208,12 @@ void tanh_forward(float* out, const float* x, std::size_t n) { unary_forward<Un:
 void sigmoid_forward(float* out, const float* x, std::size_t n) { unary_forward<Un::Sigmoid>(out, x, n); }
 void exp_forward(float* out, const float* x, std::size_t n) { unary_forward<Un::Exp>(out, x, n); }
 void log_forward(float* out, const float* x, std::size_t n) { unary_forward<Un::Log>(out, x, n); }
-void relu_backward(float* dx, const float* dout, const float* x, std::size_t n) { unary_backward<Un::Relu>(dx, dout, x, n); }
-void gelu_backward(float* dx, const float* dout, const float* x, std::size_t n) { unary_backward<Un::Gelu>(dx, dout, x, n); }
-void tanh_backward(float* dx, const float* dout, const float* x, std::size_t n) { unary_backward<Un::Tanh>(dx, dout, x, n); }
-void sigmoid_backward(float* dx, const float* dout, const float* x, std::size_t n) { unary_backward<Un::Sigmoid>(dx, dout, x, n); }
-void exp_backward(float* dx, const float* dout, const float* x, std::size_t n) { unary_backward<Un::Exp>(dx, dout, x, n); }
-void log_backward(float* dx, const float* dout, const float* x, std::size_t n) { unary_backward<Un::Log>(dx, dout, x, n); }
+void relu_backward(float* dx, const float* x, const float* dout, std::size_t n) { unary_backward<Un::Relu>(dx, x, dout, n); }
+void gelu_backward(float* dx, const float* x, const float* dout, std::size_t n) { unary_backward<Un::Gelu>(dx, x, dout, n); }
+void tanh_backward(float* dx, const float* y, const float* dout, std::size_t n) { unary_backward<Un::Tanh>(dx, y, dout, n); }
+void sigmoid_backward(float* dx, const float* y, const float* dout, std::size_t n) { unary_backward<Un::Sigmoid>(dx, y, dout, n); }
+void exp_backward(float* dx, const float* y, const float* dout, std::size_t n) { unary_backward<Un::Exp>(dx, y, dout, n); }
+void log_backward(float* dx, const float* x, const float* dout, std::size_t n) { unary_backward<Un::Log>(dx, x, dout, n); }
 
 void scale_forward(float* out, const float* x, float s, std::size_t n) {
   if (n == 0) return;

@@ -83,20 +83,21 @@ void mul_backward(float* da, float* db, const float* dout, const float* a, const
 void div_backward(float* da, float* db, const float* dout, const float* a, const float* b, int N, int C,
                   bool b_is_row);
 
-// Unary ops on n elements: out = f(x); backward dx += f'(x) * dout (x is the forward input).
-// gelu is the tanh approximation 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))).
+// Unary ops on n elements: out = f(x). Backward dx += f'(x) * dout, argument order as in
+// nn/kernels.h: relu, gelu and log take the forward INPUT x; tanh, sigmoid and exp take
+// the forward OUTPUT y. gelu is the tanh approximation 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))).
 void relu_forward(float* out, const float* x, std::size_t n);
 void gelu_forward(float* out, const float* x, std::size_t n);
 void tanh_forward(float* out, const float* x, std::size_t n);
 void sigmoid_forward(float* out, const float* x, std::size_t n);
 void exp_forward(float* out, const float* x, std::size_t n);
 void log_forward(float* out, const float* x, std::size_t n);
-void relu_backward(float* dx, const float* dout, const float* x, std::size_t n);  // f'(0) = 0
-void gelu_backward(float* dx, const float* dout, const float* x, std::size_t n);
-void tanh_backward(float* dx, const float* dout, const float* x, std::size_t n);
-void sigmoid_backward(float* dx, const float* dout, const float* x, std::size_t n);
-void exp_backward(float* dx, const float* dout, const float* x, std::size_t n);
-void log_backward(float* dx, const float* dout, const float* x, std::size_t n);
+void relu_backward(float* dx, const float* x, const float* dout, std::size_t n);  // f'(0) = 0
+void gelu_backward(float* dx, const float* x, const float* dout, std::size_t n);
+void log_backward(float* dx, const float* x, const float* dout, std::size_t n);
+void tanh_backward(float* dx, const float* y, const float* dout, std::size_t n);     // 1 - y^2
+void sigmoid_backward(float* dx, const float* y, const float* dout, std::size_t n);  // y (1 - y)
+void exp_backward(float* dx, const float* y, const float* dout, std::size_t n);      // y
 void scale_forward(float* out, const float* x, float s, std::size_t n);  // out = s * x
 void scale_backward(float* dx, const float* dout, float s, std::size_t n);
 
@@ -115,13 +116,13 @@ void sum_all_backward(float* dx, const float* dout, std::size_t n);
 
 // ---------------------------------------------------------------- softmax
 // Over the last dim of x (N,C), numerically stable (the row max is subtracted).
-// Backward uses the forward OUTPUT out (N,C):
+// Backward uses the forward OUTPUT out (N,C) (argument order as in nn/kernels.h):
 //   softmax:     dx += y * (dout - sum_j dout_j y_j)
 //   log_softmax: dx += dout - exp(y) * sum_j dout_j
 void softmax_forward(float* out, const float* x, int N, int C);
-void softmax_backward(float* dx, const float* dout, const float* out, int N, int C);
+void softmax_backward(float* dx, const float* out, const float* dout, int N, int C);
 void log_softmax_forward(float* out, const float* x, int N, int C);
-void log_softmax_backward(float* dx, const float* dout, const float* out, int N, int C);
+void log_softmax_backward(float* dx, const float* out, const float* dout, int N, int C);
 
 // ---------------------------------------------------------------- layer norm
 // out (N,C) = (x - mean) * rstd * weight (C) + bias (C), rstd = 1/sqrt(var + eps) with the

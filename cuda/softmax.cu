@@ -85,10 +85,10 @@ void launch_backward(float* dx, const float* dout, const float* out, int N, int 
 
 void softmax_forward(float* out, const float* x, int N, int C) { launch_forward<false>(out, x, N, C); }
 void log_softmax_forward(float* out, const float* x, int N, int C) { launch_forward<true>(out, x, N, C); }
-void softmax_backward(float* dx, const float* dout, const float* out, int N, int C) {
+void softmax_backward(float* dx, const float* out, const float* dout, int N, int C) {
   launch_backward<false>(dx, dout, out, N, C);
 }
-void log_softmax_backward(float* dx, const float* dout, const float* out, int N, int C) {
+void log_softmax_backward(float* dx, const float* out, const float* dout, int N, int C) {
   launch_backward<true>(dx, dout, out, N, C);
 }
 

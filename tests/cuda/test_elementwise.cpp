@@ -94,10 +94,11 @@ namespace {
 struct UnaryCase {
   const char* name;
   void (*fwd)(float*, const float*, std::size_t);
-  void (*bwd)(float*, const float*, const float*, std::size_t);
+  void (*bwd)(float*, const float*, const float*, std::size_t);  // (dx, saved, dout, n)
   double (*f)(double);
-  double (*df)(double);
-  float lo, hi;  // input range
+  double (*df)(double);  // f'(x), from the input
+  float lo, hi;          // input range
+  bool saves_output;     // the backward takes y = f(x), not x
 };
 
 double gelu_ref(double x) {
@@ -116,16 +117,16 @@ double sigmoid_ref(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 TEST_CASE("cuda/unary ops vs cpu", "[cuda]") {
   std::vector<UnaryCase> cases = {
       {"relu", relu_forward, relu_backward, [](double x) { return x > 0 ? x : 0.0; },
-       [](double x) { return x > 0 ? 1.0 : 0.0; }, -3.0f, 3.0f},
-      {"gelu", gelu_forward, gelu_backward, gelu_ref, gelu_grad_ref, -5.0f, 5.0f},
+       [](double x) { return x > 0 ? 1.0 : 0.0; }, -3.0f, 3.0f, false},
+      {"gelu", gelu_forward, gelu_backward, gelu_ref, gelu_grad_ref, -5.0f, 5.0f, false},
       {"tanh", tanh_forward, tanh_backward, [](double x) { return std::tanh(x); },
-       [](double x) { return 1.0 - std::tanh(x) * std::tanh(x); }, -5.0f, 5.0f},
+       [](double x) { return 1.0 - std::tanh(x) * std::tanh(x); }, -5.0f, 5.0f, true},
       {"sigmoid", sigmoid_forward, sigmoid_backward, sigmoid_ref,
-       [](double x) { return sigmoid_ref(x) * (1.0 - sigmoid_ref(x)); }, -8.0f, 8.0f},
+       [](double x) { return sigmoid_ref(x) * (1.0 - sigmoid_ref(x)); }, -8.0f, 8.0f, true},
       {"exp", exp_forward, exp_backward, [](double x) { return std::exp(x); }, [](double x) { return std::exp(x); },
-       -5.0f, 5.0f},
+       -5.0f, 5.0f, true},
       {"log", log_forward, log_backward, [](double x) { return std::log(x); }, [](double x) { return 1.0 / x; },
-       0.05f, 10.0f},
+       0.05f, 10.0f, false},
   };
   std::mt19937 rng(4);
   for (const auto& op : cases) {
@@ -134,13 +135,15 @@ TEST_CASE("cuda/unary ops vs cpu", "[cuda]") {
       auto x = random_vec(n, rng, op.lo, op.hi), g = random_vec(n, rng), dx0 = random_vec(n, rng);
       auto d_x = to_device(x), d_g = to_device(g), d_dx = to_device(dx0);
       DeviceBuffer d_out(n);
-      op.fwd(d_out.data(), d_x.data(), n);
-      op.bwd(d_dx.data(), d_g.data(), d_x.data(), n);
       std::vector<float> out(n), dx(n);
       for (std::size_t i = 0; i < n; ++i) {
         out[i] = static_cast<float>(op.f(x[i]));
         dx[i] = static_cast<float>(dx0[i] + op.df(x[i]) * g[i]);
       }
+      op.fwd(d_out.data(), d_x.data(), n);
+      // the saved tensor comes from the reference, so only the backward kernel is under test
+      auto d_saved = to_device(op.saves_output ? out : x);
+      op.bwd(d_dx.data(), d_saved.data(), d_g.data(), n);
       std::string what = std::string(op.name) + " n=" + std::to_string(n);
       check_close(to_host(d_out), out, 1e-6f, 1e-5f, what + " out");
       check_close(to_host(d_dx), dx, 1e-5f, 1e-5f, what + " dx");

@@ -49,9 +49,9 @@ TEST_CASE("cuda/softmax and log-softmax vs cpu", "[cuda]") {
         // backward from the reference output, so only the backward kernel is under test
         auto d_yref = to_device(yf);
         if (log) {
-          log_softmax_backward(d_dx.data(), d_g.data(), d_yref.data(), N, C);
+          log_softmax_backward(d_dx.data(), d_yref.data(), d_g.data(), N, C);
         } else {
-          softmax_backward(d_dx.data(), d_g.data(), d_yref.data(), N, C);
+          softmax_backward(d_dx.data(), d_yref.data(), d_g.data(), N, C);
         }
         std::vector<float> dx(n);
         for (int i = 0; i < N; ++i) {
