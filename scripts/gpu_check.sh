@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# The one GPU check of the CUDA backend (cuda/): on a machine with an NVIDIA GPU and CUDA,
+# configure a fresh build, build only test_cuda and cuda_bench_kernels, run the `gpu`
+# ctest label and the kernel ladder, and copy every log to "$OUT" (default ./gpu_check_out).
+# Budget: about 6 minutes on 16 cores. Exit status 0 only when every step passed.
+#
+#   OUT=/path/to/logs scripts/gpu_check.sh
+# Environment: BUILD_DIR (default build-gpu-check, wiped first), GDP_CUDA_ARCH (default 90,
+# the H100/H200 architecture; one architecture keeps the build short), JOBS (default nproc).
+set -u
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+OUT="${OUT:-$ROOT/gpu_check_out}"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build-gpu-check}"
+ARCH="${GDP_CUDA_ARCH:-90}"
+JOBS="${JOBS:-$(nproc)}"
+BUDGET_S=330  # leave a margin under 6 minutes
+LOG="$OUT/gpu_check"
+mkdir -p "$LOG"
+status=0
+summary() { echo "$*" | tee -a "$LOG/summary.txt"; }
+: > "$LOG/summary.txt"
+
+summary "gpu_check: $(date -u +%FT%TZ) root=$ROOT build=$BUILD_DIR arch=$ARCH jobs=$JOBS"
+{ nvidia-smi || echo "nvidia-smi failed"; } > "$LOG/nvidia-smi.txt" 2>&1
+{ /usr/local/cuda/bin/nvcc --version || echo "no nvcc at /usr/local/cuda/bin"; } > "$LOG/nvcc.txt" 2>&1
+(cd "$ROOT" && git log -1 --oneline 2>/dev/null) > "$LOG/commit.txt" 2>&1
+
+# 1. configure (fresh). Google Benchmark is needed by bench/; if it is missing, configure
+#    without bench/ and build the ladder with nvcc directly in step 2.
+rm -rf "$BUILD_DIR"
+bench_in_cmake=1
+if ! cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DGDP_ENABLE_CUDA=ON \
+      -DCMAKE_CUDA_ARCHITECTURES="$ARCH" > "$LOG/configure.log" 2>&1; then
+  summary "configure with bench/ failed; retrying with GDP_BUILD_BENCH=OFF"
+  bench_in_cmake=0
+  rm -rf "$BUILD_DIR"
+  if ! cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DGDP_ENABLE_CUDA=ON -DGDP_BUILD_BENCH=OFF \
+        -DCMAKE_CUDA_ARCHITECTURES="$ARCH" >> "$LOG/configure.log" 2>&1; then
+    summary "FAIL configure (see configure.log)"
+    exit 1
+  fi
+fi
+if ! grep -q "gdp: CUDA backend ON" "$LOG/configure.log"; then
+  summary "FAIL configure: the CUDA backend is OFF (no nvcc?)"
+  exit 1
+fi
+summary "ok   configure ($SECONDS s)"
+
+# 2. build only the two targets
+targets=(test_cuda)
+[ "$bench_in_cmake" = 1 ] && targets+=(cuda_bench_kernels)
+if cmake --build "$BUILD_DIR" --target "${targets[@]}" -j "$JOBS" > "$LOG/build.log" 2>&1; then
+  summary "ok   build ${targets[*]} ($SECONDS s)"
+else
+  summary "FAIL build (see build.log)"
+  exit 1
+fi
+BENCH="$BUILD_DIR/bench/cuda_bench_kernels"
+if [ "$bench_in_cmake" = 0 ]; then
+  BENCH="$BUILD_DIR/cuda_bench_kernels"
+  if /usr/local/cuda/bin/nvcc -std=c++17 -O3 -arch=sm_"$ARCH" -I"$ROOT" "$ROOT/bench/cuda_bench_kernels.cu" \
+       "$BUILD_DIR/cuda/libgdp_cuda.a" -lcublas -o "$BENCH" >> "$LOG/build.log" 2>&1; then
+    summary "ok   build cuda_bench_kernels with nvcc ($SECONDS s)"
+  else
+    summary "FAIL build cuda_bench_kernels with nvcc (see build.log)"
+    status=1
+  fi
+fi
+grep -i "warning" "$LOG/build.log" > "$LOG/build_warnings.txt" && summary "note build warnings: see build_warnings.txt"
+
+# 3. the GPU tests (each test case is one ctest test; 77 = skipped would mean no GPU)
+if (cd "$BUILD_DIR" && timeout 200 ctest -L gpu --output-on-failure) > "$LOG/ctest.log" 2>&1; then
+  if grep -q "Skipped" "$LOG/ctest.log"; then
+    summary "FAIL ctest -L gpu: tests were SKIPPED (no GPU visible to the test binary)"
+    status=1
+  else
+    summary "ok   ctest -L gpu: $(grep -E 'tests passed' "$LOG/ctest.log") ($SECONDS s)"
+  fi
+else
+  summary "FAIL ctest -L gpu: $(grep -E 'tests passed|tests failed' "$LOG/ctest.log" | head -1) (see ctest.log)"
+  status=1
+fi
+# The same tests in one process with Catch's own report (assertion counts, failure messages).
+(cd "$ROOT" && timeout 90 "$BUILD_DIR/tests/test_cuda" --durations yes) > "$LOG/test_cuda.log" 2>&1
+
+# 4. the kernel ladder
+if [ -x "$BENCH" ]; then
+  if (cd "$ROOT" && timeout 120 "$BENCH") > "$LOG/bench.log" 2>&1; then
+    summary "ok   cuda_bench_kernels ($SECONDS s)"
+  else
+    summary "FAIL cuda_bench_kernels (see bench.log)"
+    status=1
+  fi
+fi
+
+# 5. with the time left, the tests once more under compute-sanitizer memcheck (out-of-bounds
+#    and misaligned accesses the value checks cannot see). Informational when it times out.
+left=$((BUDGET_S - SECONDS))
+SAN=/usr/local/cuda/bin/compute-sanitizer
+if [ -x "$SAN" ] && [ "$left" -gt 45 ]; then
+  (cd "$ROOT" && timeout "$left" "$SAN" --tool memcheck --leak-check no --error-exitcode 3 \
+      "$BUILD_DIR/tests/test_cuda") > "$LOG/memcheck.log" 2>&1
+  rc=$?
+  case $rc in
+    0) summary "ok   compute-sanitizer memcheck ($SECONDS s)" ;;
+    124) summary "note compute-sanitizer memcheck timed out after ${left}s (partial log in memcheck.log)" ;;
+    *) summary "FAIL compute-sanitizer memcheck rc=$rc (see memcheck.log)"; status=1 ;;
+  esac
+else
+  summary "note compute-sanitizer skipped (missing or ${left}s left)"
+fi
+
+summary "gpu_check: done in $SECONDS s, status $status"
+exit $status
