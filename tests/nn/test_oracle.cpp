@@ -1,0 +1,202 @@
+// Compares our nn library against PyTorch on a small GDP-style model (GraphSAGE -> superposition
+// -> Transformer-XL segments with memory -> categorical head): scripts/torch_oracle.py computes
+// outputs, all gradients and Adam-step losses with PyTorch's own ops and autograd; we rebuild the
+// model with the same weights and must agree. Skips (with a warning) where torch is missing.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "nn/graph_ops.h"
+#include "nn/ops.h"
+#include "nn/optim.h"
+#include "nn/sage.h"
+#include "nn/superposition.h"
+#include "nn/transformer_xl.h"
+#include "test_paths.h"
+
+using namespace gdp::nn;
+using nlohmann::json;
+
+namespace {
+
+const char* kPython = "/usr/bin/python3";
+
+// Runs the oracle script once per test binary run; returns the JSON, or null with a reason.
+json load_oracle(std::string& why_not) {
+  const std::string probe = std::string(kPython) + " -c 'import torch' > /dev/null 2>&1";
+  if (std::system(probe.c_str()) != 0) {
+    why_not = std::string(kPython) + " cannot import torch";
+    return nullptr;
+  }
+  const std::string out = gdp::test::binary_dir() + "/nn_torch_oracle.json";
+  const std::string cmd = std::string(kPython) + " " + gdp::test::source_dir() +
+                          "/scripts/torch_oracle.py --out " + out + " > /dev/null";
+  if (std::system(cmd.c_str()) != 0) {
+    why_not = "scripts/torch_oracle.py failed";  // torch is importable, so this is an error
+    return json::object({{"error", why_not}});
+  }
+  std::ifstream in(out);
+  return json::parse(in);
+}
+
+template <typename T>
+BasicTensor<T> to_tensor(const json& j) {
+  Shape shape = j.at("shape").get<Shape>();
+  const auto data = j.at("data").get<std::vector<double>>();
+  BasicTensor<T> t(shape);
+  REQUIRE(static_cast<int64_t>(data.size()) == t.numel());
+  for (int64_t i = 0; i < t.numel(); ++i) t[i] = static_cast<T>(data[i]);
+  return t;
+}
+
+// |ours - ref| <= atol + rtol |ref| everywhere; reports the worst element.
+template <typename T>
+void check_close(const BasicTensor<T>& ours, const json& ref_j, double rtol, double atol,
+                 const std::string& what) {
+  const TensorD ref = to_tensor<double>(ref_j);
+  INFO(what << ": ours " << shape_str(ours.shape()) << " ref " << shape_str(ref.shape()));
+  REQUIRE(ours.shape() == ref.shape());
+  const BasicTensor<T> o = ours.contiguous();
+  double worst = 0;
+  int64_t at = -1;
+  for (int64_t i = 0; i < ref.numel(); ++i) {
+    const double excess = std::abs(o[i] - ref[i]) - (atol + rtol * std::abs(ref[i]));
+    if (excess > worst) {
+      worst = excess;
+      at = i;
+    }
+  }
+  INFO("worst element " << at << (at >= 0 ? ": ours " + std::to_string(o[at]) + " ref " +
+                                                std::to_string(ref[at])
+                                          : std::string()));
+  CHECK(worst == 0.0);
+}
+
+// The oracle's model in our library (names match the script's parameter names).
+template <typename T>
+struct OracleModel {
+  BasicParameterBuffer<T> params;
+  std::unique_ptr<BasicSageEncoder<T>> sage;
+  std::unique_ptr<BasicSuperposition<T>> sup;
+  std::unique_ptr<BasicTransformerXL<T>> txl;
+  BasicVar<T> head_w, head_b;
+  std::shared_ptr<const Adjacency> adj;
+  std::vector<int32_t> actions;
+  BasicVar<T> adv;
+  double entropy_coef = 0;
+
+  explicit OracleModel(const json& doc) {
+    const json& c = doc.at("config");
+    Rng rng(1);  // initial values are overwritten below
+    const int32_t D = c.at("width");
+    sage = std::make_unique<BasicSageEncoder<T>>(
+        params, "sage", SageConfig{c.at("in_dim"), D, c.at("sage_layers"), true}, rng);
+    TransformerXLConfig tc;
+    tc.width = D;
+    tc.heads = c.at("heads");
+    tc.layers = c.at("txl_layers");
+    tc.ffn = c.at("ffn");
+    tc.segment = c.at("segment");
+    tc.memory = c.at("memory");
+    tc.causal = c.at("causal");
+    tc.ln_eps = c.at("ln_eps");
+    txl = std::make_unique<BasicTransformerXL<T>>(params, "txl", tc, rng);
+    sup = std::make_unique<BasicSuperposition<T>>(
+        params, "sup", SuperpositionConfig{D, c.at("sup_hidden"), tc.layers}, rng);
+    const int64_t A = c.at("actions");
+    head_w = params.add("head.w", {A, D});
+    head_b = params.add("head.b", {A});
+    REQUIRE(params.count() == static_cast<int64_t>(doc.at("params").size()));
+    for (const auto& e : params.entries()) {
+      INFO("parameter " << e.name);
+      REQUIRE(doc.at("params").contains(e.name));
+      const BasicTensor<T> v = to_tensor<T>(doc.at("params").at(e.name));
+      REQUIRE(v.shape() == e.shape);
+      BasicTensor<T> dst = e.var.value();
+      dst.copy_from(v);
+    }
+    const json& g = doc.at("graph");
+    adj = make_adjacency(g.at("num_nodes"), g.at("src").get<std::vector<int32_t>>(),
+                         g.at("dst").get<std::vector<int32_t>>());
+    actions = doc.at("actions").get<std::vector<int32_t>>();
+    const auto a = doc.at("advantages").get<std::vector<double>>();
+    adv = BasicVar<T>(BasicTensor<T>::from_vector({static_cast<int64_t>(a.size())},
+                                                  std::vector<T>(a.begin(), a.end())));
+    entropy_coef = c.at("entropy_coef");
+  }
+
+  // loss = -mean(logp * adv) - entropy_coef * mean(entropy); fills outs when given.
+  BasicVar<T> loss(const BasicVar<T>& x, std::map<std::string, BasicVar<T>>* outs = nullptr) {
+    const BasicVar<T> h = sage->forward(x, adj);
+    const BasicVar<T> film = sup->forward(h);
+    const BasicVar<T> y = txl->forward(h, film);
+    const BasicVar<T> logits = linear(y, head_w, head_b);
+    const BasicVar<T> logp = categorical_log_prob(logits, actions);
+    const BasicVar<T> ent = categorical_entropy(logits);
+    if (outs) *outs = {{"sage", h}, {"film", film}, {"txl", y}, {"logits", logits},
+                       {"log_prob", logp}, {"entropy", ent}};
+    return sub(neg(mean(mul(logp, adv))), scale(mean(ent), static_cast<T>(entropy_coef)));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("nn/oracle: GDP model matches PyTorch (outputs, gradients, Adam)", "[nn][oracle]") {
+  static std::string why_not;
+  static const json doc = load_oracle(why_not);  // one script run for all sections
+  if (doc.is_null()) {
+    WARN("SKIPPED nn/oracle: " << why_not);
+    return;
+  }
+  REQUIRE_FALSE(doc.contains("error"));
+  REQUIRE(doc.at("format") == "gdp-torch-oracle");
+  REQUIRE(doc.at("version") == 1);
+
+  SECTION("double: outputs and every gradient") {
+    OracleModel<double> m(doc);
+    VarD x(to_tensor<double>(doc.at("inputs").at("x")), true);
+    std::map<std::string, VarD> outs;
+    const VarD loss = m.loss(x, &outs);
+    for (const auto& [name, v] : outs) check_close(v.value(), doc.at("outputs").at(name), 1e-4, 1e-9, name);
+    check_close(loss.value(), doc.at("outputs").at("loss"), 1e-4, 1e-9, "loss");
+    m.params.zero_grad();
+    backward(loss);
+    check_close(x.grad(), doc.at("grads").at("x"), 1e-4, 1e-9, "grad x");
+    for (const auto& e : m.params.entries())
+      check_close(e.var.grad(), doc.at("grads").at(e.name), 1e-4, 1e-9, "grad " + e.name);
+  }
+
+  SECTION("double: Adam step losses") {
+    OracleModel<double> m(doc);
+    const VarD x(to_tensor<double>(doc.at("inputs").at("x")));
+    const auto want = doc.at("adam").at("losses").get<std::vector<double>>();
+    AdamConfig cfg;
+    cfg.lr = doc.at("adam").at("lr");
+    cfg.eps = doc.at("adam").at("eps");
+    AdamD adam(m.params, cfg);
+    for (size_t step = 0; step + 1 < want.size(); ++step) {
+      m.params.zero_grad();
+      const VarD loss = m.loss(x);
+      CHECK(loss.item() == Approx(want[step]).epsilon(1e-4));
+      backward(loss);
+      adam.step();
+    }
+    NoGradGuard no_grad;
+    CHECK(m.loss(x).item() == Approx(want.back()).epsilon(1e-4));
+  }
+
+  SECTION("float: outputs and loss to float precision") {
+    OracleModel<float> m(doc);
+    const Var x(to_tensor<float>(doc.at("inputs").at("x")));
+    std::map<std::string, Var> outs;
+    const Var loss = m.loss(x, &outs);
+    for (const auto& [name, v] : outs) check_close(v.value(), doc.at("outputs").at(name), 1e-4, 1e-5, name);
+    check_close(loss.value(), doc.at("outputs").at("loss"), 1e-4, 1e-5, "loss");
+    Tape::current().clear();
+  }
+}
