@@ -4,7 +4,7 @@ Transformer-XL segments with memory -> categorical head) written with PyTorch's 
 autograd, with fixed weights. Writes inputs, weights, outputs, all gradients and the losses of a
 few Adam steps to a versioned JSON file that tests/nn/test_oracle.cpp checks our C++ against.
 
-Usage: /usr/bin/python3 scripts/torch_oracle.py --out FILE.json
+Usage: /usr/bin/python3 scripts/torch_oracle.py --out FILE.json   (exit 77: no torch)
 Format (version 1): {"format": "gdp-torch-oracle", "version": 1, "config": {...},
   "graph": {"num_nodes", "src", "dst"}, "actions": [...], "advantages": [...],
   "inputs": {name: T}, "params": {name: T}, "outputs": {name: T}, "grads": {name: T},
@@ -14,9 +14,14 @@ with T = {"shape": [...], "data": [row-major floats]}. Everything is computed in
 import argparse
 import json
 import math
+import sys
 
-import torch
-import torch.nn.functional as F
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError as e:  # the C++ test skips on this exit code
+    print(f"torch_oracle: cannot import torch ({e})", file=sys.stderr)
+    sys.exit(77)
 
 FORMAT, VERSION = "gdp-torch-oracle", 1
 

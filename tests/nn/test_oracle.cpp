@@ -10,6 +10,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <sys/wait.h>
 
 #include "nn/graph_ops.h"
 #include "nn/ops.h"
@@ -28,16 +29,20 @@ const char* kPython = "/usr/bin/python3";
 
 // Runs the oracle script once per test binary run; returns the JSON, or null with a reason.
 json load_oracle(std::string& why_not) {
-  const std::string probe = std::string(kPython) + " -c 'import torch' > /dev/null 2>&1";
-  if (std::system(probe.c_str()) != 0) {
-    why_not = std::string(kPython) + " cannot import torch";
+  if (std::system((std::string("test -x ") + kPython).c_str()) != 0) {
+    why_not = std::string(kPython) + " not found";
     return nullptr;
   }
   const std::string out = gdp::test::binary_dir() + "/nn_torch_oracle.json";
   const std::string cmd = std::string(kPython) + " " + gdp::test::source_dir() +
-                          "/scripts/torch_oracle.py --out " + out + " > /dev/null";
-  if (std::system(cmd.c_str()) != 0) {
-    why_not = "scripts/torch_oracle.py failed";  // torch is importable, so this is an error
+                          "/scripts/torch_oracle.py --out " + out + " > /dev/null 2>&1";
+  const int status = std::system(cmd.c_str());
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {  // the script's "no torch" code
+    why_not = std::string(kPython) + " cannot import torch";
+    return nullptr;
+  }
+  if (status != 0) {
+    why_not = "scripts/torch_oracle.py failed: " + cmd;  // torch is there, so this is an error
     return json::object({{"error", why_not}});
   }
   std::ifstream in(out);
@@ -153,6 +158,7 @@ TEST_CASE("nn/oracle: GDP model matches PyTorch (outputs, gradients, Adam)", "[n
     WARN("SKIPPED nn/oracle: " << why_not);
     return;
   }
+  INFO(why_not);
   REQUIRE_FALSE(doc.contains("error"));
   REQUIRE(doc.at("format") == "gdp-torch-oracle");
   REQUIRE(doc.at("version") == 1);
