@@ -37,21 +37,13 @@ std::string join(const std::vector<std::string>& xs) {
 
 std::vector<ModelSpec> make_models() {
   std::vector<ModelSpec> m;
-#if __has_include("datasets/inception_v3.cpp")
   m.push_back(inception_v3_spec());
-#endif
-#if __has_include("datasets/amoebanet.cpp")
   m.push_back(amoebanet_spec());
-#endif
   m.push_back(rnnlm_spec());
   m.push_back(gnmt_spec());
   m.push_back(transformer_xl_spec());
-#if __has_include("datasets/wavenet.cpp")
   m.push_back(wavenet_spec());
-#endif
-#if __has_include("datasets/resnet50.cpp")
   m.push_back(resnet50_spec());
-#endif
   m.push_back(bert_spec());
 #if __has_include("datasets/random_graphs.cpp")
   m.push_back(random_spec());
