@@ -153,7 +153,7 @@ int32_t add_switch(Cluster& c, const std::string& n) {
 void wire_nvlink(Cluster& c, const KindSheet& s, int32_t first, int32_t count) {
   double per_pair = (s.nvlink_GBps / 2) * kG / std::max(1, count - 1);
   for (int32_t i = first; i < first + count; ++i)
-    for (int32_t j = i + 1; j < first + count; ++j) c.links.push_back({i, j, per_pair, 1.5 * kUs});
+    for (int32_t j = i + 1; j < first + count; ++j) c.links.push_back({i, j, per_pair, 10 * kUs});  // framework + peer-copy launch per transfer
 }
 
 // Devices [first, first+count) under PCIe switches (4 GPUs each) below a host root complex.
