@@ -3,16 +3,18 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/methods.h"
 #include "core/io.h"
 #include "sim/simulator.h"
 
 namespace gdp::cli {
 
+namespace {
 Placement placement_from_arg(const std::string& spec, const Graph& g, const Cluster& c) {
-  if (spec == "single") return place_single(g, 0);
-  if (spec == "round-robin") return place_round_robin(g, c.num_devices());
+  if (is_placement_method(spec)) return place_with_method(spec, g, c);
   return read_placement_file(spec, g, c.num_devices());
 }
+}  // namespace
 
 int cmd_simulate(int argc, char** argv) {
   Args a(argc, argv, {"--graph", "--cluster", "--placement", "--trace", "--profile", "--queue"}, {"--json"});
@@ -24,7 +26,7 @@ int cmd_simulate(int argc, char** argv) {
         "link direction, memory per device) and prints the step time and per-device figures.\n"
         "  --graph G       gdp-graph JSON or PipeDream profile\n"
         "  --cluster C     cluster JSON file or preset (see `gdp cluster --list`)\n"
-        "  --placement P   placement JSON (docs/formats.md), 'single' or 'round-robin'\n"
+        "  --placement P   placement JSON (docs/formats.md) or a method: single, round-robin, human\n"
         "  --trace T.json  write a Chrome trace (open in Perfetto / chrome://tracing)\n"
         "  --profile F     device profile JSON for the cost model (default: built-in)\n"
         "  --queue Q       ready-queue order per device: fifo (default) or topo\n"
