@@ -10,6 +10,7 @@
 #include "datasets/amoebanet.h"
 #include "datasets/cnn_layers.h"
 #include "datasets/registry.h"
+#include "sim/simulator.h"
 
 using namespace gdp;
 using namespace gdp::datasets;
@@ -48,19 +49,22 @@ TEST_CASE("datasets/cnn defaults: op counts, backward about twice forward", "[da
   struct Case {
     const char* model;
     GenOptions opt;
+    int32_t ops;  // docs/workloads.md, "CNN and random families"
   };
   GenOptions four_stacks;
   four_stacks.stacks = 4;
   GenOptions batch64;
   batch64.batch = 64;
-  const Case cases[] = {{"inception_v3", {}}, {"inception_v3", batch64}, {"resnet50", {}},
-                        {"amoebanet", {}},    {"wavenet", {}},          {"wavenet", four_stacks}};
+  const Case cases[] = {{"inception_v3", {}, 1819}, {"inception_v3", batch64, 1819},
+                        {"resnet50", {}, 999},       {"amoebanet", {}, 5736},
+                        {"wavenet", {}, 1131},       {"wavenet", four_stacks, 2231}};
   for (const Case& c : cases) {
     Graph g = generate(c.model, c.opt);
     REQUIRE(g.finalized());
     print_summary(g.name, g);
     GraphSummary s = g.summary();
     INFO(g.name);
+    CHECK(g.num_ops() == c.ops);
     CHECK(s.flops_backward > 1.5 * s.flops_forward);
     CHECK(s.flops_backward < 2.5 * s.flops_forward);
     CHECK(s.ops_backward > s.ops_forward / 2);
@@ -80,4 +84,60 @@ TEST_CASE("datasets/amoebanet published figures (AmoebaNet-A N=6 F=190)", "[data
               f.macs_per_example / 1e9);
   CHECK(f.parameters == Approx(86.7e6).epsilon(0.15));
   CHECK(f.macs_per_example == Approx(23.1e9).epsilon(0.15));
+}
+
+TEST_CASE("datasets/cnn defaults: deterministic JSON, strict round trip, fit one V100", "[datasets]") {
+  // The practitioner's placement of these CNNs and of a 2-stack WaveNet is one GPU: the
+  // default graphs must fit a 16 GiB V100 with their activations and Adam state.
+  const Cluster cluster = read_cluster("v100x1-nvlink");
+  for (const char* model : {"inception_v3", "resnet50", "amoebanet", "wavenet"}) {
+    INFO(model);
+    const Graph g = generate(model, {});
+    const std::string json = graph_to_json(g);
+    CHECK(json == graph_to_json(generate(model, {})));
+    const Graph back = parse_graph_json(json, model);
+    CHECK(back.num_ops() == g.num_ops());
+    CHECK(back.num_edges() == g.num_edges());
+    CHECK(graph_to_json(back) == json);
+    Simulator sim(g, cluster, CostModel());
+    SimResult r = sim.run(place_single(g));
+    INFO(r.reason);
+    CHECK(r.valid);
+    CHECK(r.step_time_s > 0);
+    CHECK(r.devices[0].peak_memory_bytes < cluster.devices[0].memory_bytes);
+  }
+}
+
+TEST_CASE("datasets/inception_v3 batch 64 doubles flops, keeps parameters", "[datasets]") {
+  GenOptions b32, b64;
+  b32.batch = 32;
+  b64.batch = 64;
+  const GraphSummary s32 = generate("inception_v3", b32).summary();
+  const GraphSummary s64 = generate("inception_v3", b64).summary();
+  CHECK(s64.flops_forward == Approx(2 * s32.flops_forward).epsilon(1e-3));
+  CHECK(s64.parameter_bytes == s32.parameter_bytes);
+  CHECK(s64.activation_bytes > s32.activation_bytes);
+}
+
+TEST_CASE("datasets/wavenet stacks of ten dilated layers", "[datasets]") {
+  GenOptions four;
+  four.stacks = 4;
+  const Graph g = generate("wavenet", four);
+  for (int s = 0; s < 4; ++s)
+    for (int l = 0; l < 10; ++l) {
+      const std::string base = "wavenet/stack_" + std::to_string(s) + "/layer_" + std::to_string(l);
+      INFO(base);
+      CHECK(g.find_op(base + "/filter/Conv2D") >= 0);
+      CHECK(g.find_op(base + "/gate/Conv2D") >= 0);
+      CHECK(g.find_op(base + "/skip/Conv2D") >= 0);
+    }
+  CHECK(g.find_op("wavenet/stack_4/layer_0/filter/Conv2D") < 0);
+  CHECK(g.find_op("wavenet/stack_0/layer_10/filter/Conv2D") < 0);
+  // A filter conv is 2 * N*T * 2 taps * R * R flops, whatever its dilation.
+  const Op& f = g.op(g.find_op("wavenet/stack_1/layer_9/filter/Conv2D"));
+  CHECK(f.flops == Approx(2.0 * 4 * 16000 * 2 * 64 * 64));
+  // Options are validated with the option's name.
+  GenOptions bad;
+  bad.stacks = 0;
+  CHECK_THROWS_WITH(generate("wavenet", bad), Catch::Contains("stacks"));
 }
