@@ -56,7 +56,12 @@ int cmd_gen(int argc, char** argv) {
       std::string opts;
       for (const auto& o : m.options) {
         std::string v = datasets::option_value(m.defaults, o);
-        opts += " " + flag_of(o) + (v.empty() ? "" : "=" + v);
+        opts += " ";
+        opts += flag_of(o);
+        if (!v.empty()) {
+          opts += "=";
+          opts += v;
+        }
       }
       std::printf("%-15s  options:%s\n", "", opts.empty() ? " (none)" : opts.c_str());
     }

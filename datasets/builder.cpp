@@ -30,6 +30,12 @@ double conv2d_flops(int64_t n, int64_t ho, int64_t wo, int64_t kh, int64_t kw, i
   return 2.0 * static_cast<double>(n) * ho * wo * kh * kw * static_cast<double>(cin) * cout;
 }
 
+std::string indexed(const std::string& prefix, int64_t k) {
+  std::string s = prefix;
+  s += std::to_string(k);
+  return s;
+}
+
 int64_t conv_out_size(int64_t in, int64_t kernel, int64_t stride, int64_t dilation, Padding p) {
   if (p == Padding::same) return (in + stride - 1) / stride;
   int64_t eff = (kernel - 1) * dilation + 1;

@@ -34,6 +34,9 @@ int64_t tensor_bytes(const std::vector<int64_t>& shape, DType dtype);
 double matmul_flops(int64_t m, int64_t n, int64_t k);  // 2mnk
 double conv2d_flops(int64_t n, int64_t ho, int64_t wo, int64_t kh, int64_t kw, int64_t cin,
                     int64_t cout);                      // 2*N*Ho*Wo*Kh*Kw*Cin*Cout
+// prefix + decimal k ("t" + 7 -> "t7"), for step and layer scopes. (Out of line: GCC 12
+// warns falsely (-Wrestrict) on an inlined `"t" + std::to_string(k)`.)
+std::string indexed(const std::string& prefix, int64_t k);
 // Output size of a convolution / pooling window along one spatial axis.
 int64_t conv_out_size(int64_t in, int64_t kernel, int64_t stride, int64_t dilation, Padding p);
 

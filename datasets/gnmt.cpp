@@ -72,7 +72,7 @@ Graph make_gnmt(const GenOptions& o) {
           LstmWeights w = make_lstm_weights(b, H, H);
           LstmState st = lstm_zero_state(b, B, H);
           for (int64_t t = 0; t < S; ++t) {
-            GraphBuilder::Scope stp(b, "t" + std::to_string(t));
+            GraphBuilder::Scope stp(b, indexed("t", t));
             st = lstm_step(b, w, {tf_dropout(b, xs[t], keep)}, st);
             fw[t] = st.h;
           }
@@ -83,7 +83,7 @@ Graph make_gnmt(const GenOptions& o) {
           LstmWeights w = make_lstm_weights(b, H, H);
           LstmState st = lstm_zero_state(b, B, H);
           for (int64_t t = S - 1; t >= 0; --t) {
-            GraphBuilder::Scope stp(b, "t" + std::to_string(t));
+            GraphBuilder::Scope stp(b, indexed("t", t));
             st = lstm_step(b, w, {tf_dropout(b, xs[t], keep)}, st);
             bw[t] = st.h;
           }
@@ -95,7 +95,7 @@ Graph make_gnmt(const GenOptions& o) {
       LstmState st = lstm_zero_state(b, B, H);
       Tensor keep = b.constant("keep_prob", {});
       for (int64_t t = 0; t < S; ++t) {
-        GraphBuilder::Scope stp(b, "t" + std::to_string(t));
+        GraphBuilder::Scope stp(b, indexed("t", t));
         st = lstm_step(b, w, {tf_dropout(b, xs[t], keep)}, st);
         xs[t] = l >= 2 ? b.add(st.h, xs[t], "residual") : st.h;
       }
@@ -148,7 +148,7 @@ Graph make_gnmt(const GenOptions& o) {
       Tensor x = ys[t];
       for (int64_t l = 0; l < L; ++l) {
         GraphBuilder::Scope sl(b, "layer_" + std::to_string(l));
-        GraphBuilder::Scope stp(b, "t" + std::to_string(t));
+        GraphBuilder::Scope stp(b, indexed("t", t));
         LstmState ns = lstm_step(b, w[l], {tf_dropout(b, x, keep[l]), ctx}, st[l]);
         st[l] = ns;
         Tensor y = l >= 2 ? b.add(ns.h, x, "residual") : ns.h;

@@ -96,7 +96,7 @@ Graph make_rnnlm(const GenOptions& o) {
     LstmState st = lstm_zero_state(b, B, H);
     Tensor keep = b.constant("keep_prob", {});
     for (int64_t t = 0; t < T; ++t) {
-      GraphBuilder::Scope st_scope(b, "t" + std::to_string(t));
+      GraphBuilder::Scope st_scope(b, indexed("t", t));
       st = lstm_step(b, w, {xs[t]}, st);
       xs[t] = tf_dropout(b, st.h, keep);
     }
