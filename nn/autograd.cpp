@@ -56,9 +56,13 @@ void BasicTape<T>::backward(const BasicVar<T>& out, const BasicTensor<T>& seed, 
     if (!keep_tape) clear();
     return;  // nothing upstream needs a gradient
   }
-  BasicTensor<T>& g = out.node()->grad_buffer();
-  const BasicTensor<T> s = seed.contiguous();
-  for (int64_t i = 0; i < g.numel(); ++i) g[i] += s[i];
+  VarNode<T>& node = *out.node();
+  if (!node.grad.defined()) {
+    node.grad = seed.clone();
+  } else {
+    const BasicTensor<T> s = seed.contiguous();
+    node.grad.vec() += s.vec();
+  }
   {
     // Closures never record (ops used inside them must not grow the tape being swept).
     NoGradGuard no_grad;

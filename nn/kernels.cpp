@@ -55,6 +55,19 @@ void parallel_rows(int64_t N, int64_t C, Fn&& fn) {
 
 // ---- matmul ----
 
+namespace {
+// One serial Eigen GEMM on a block: C (rows, P) (+)= op(A)[rows] @ op(B) restricted to k range.
+template <typename T, typename CM, typename AM, typename BM>
+void gemm_block(CM&& C, const AM& A, const BM& B, bool accumulate) {
+  if (accumulate) C.noalias() += A * B;
+  else C.noalias() = A * B;
+}
+}  // namespace
+
+// GEMM threading is done here, not inside Eigen: Eigen's parallel GEMM busy-waits between
+// blocks, which collapses when the machine is oversubscribed. Large outputs are split by rows
+// (independent blocks); short-and-deep products (weight gradients, M small, K huge) are split
+// along K into per-thread partial products summed in a fixed order (deterministic).
 template <typename T>
 void matmul_forward(T* out, const T* a, const T* b, int64_t M, int64_t K, int64_t P, bool trans_a,
                     bool trans_b, bool accumulate) {
@@ -65,17 +78,53 @@ void matmul_forward(T* out, const T* a, const T* b, int64_t M, int64_t K, int64_
   }
   const ConstMatrixMap<T> A(a, trans_a ? K : M, trans_a ? M : K);
   const ConstMatrixMap<T> B(b, trans_b ? P : K, trans_b ? K : P);
-  if (accumulate) {
-    if (!trans_a && !trans_b) C.noalias() += A * B;
-    if (!trans_a && trans_b) C.noalias() += A * B.transpose();
-    if (trans_a && !trans_b) C.noalias() += A.transpose() * B;
-    if (trans_a && trans_b) C.noalias() += A.transpose() * B.transpose();
-  } else {
-    if (!trans_a && !trans_b) C.noalias() = A * B;
-    if (!trans_a && trans_b) C.noalias() = A * B.transpose();
-    if (trans_a && !trans_b) C.noalias() = A.transpose() * B;
-    if (trans_a && trans_b) C.noalias() = A.transpose() * B.transpose();
+  // op(A) rows [r0, r0+nr) and k range [k0, k0+nk); op(B) k range.
+  auto opA = [&](int64_t r0, int64_t nr, int64_t k0, int64_t nk) {
+    return trans_a ? Eigen::Block<const ConstMatrixMap<T>>(A, k0, r0, nk, nr) :
+                     Eigen::Block<const ConstMatrixMap<T>>(A, r0, k0, nr, nk);
+  };
+  auto opB = [&](int64_t k0, int64_t nk) {
+    return trans_b ? Eigen::Block<const ConstMatrixMap<T>>(B, 0, k0, P, nk) :
+                     Eigen::Block<const ConstMatrixMap<T>>(B, k0, 0, nk, P);
+  };
+  auto run = [&](auto&& Cblk, int64_t r0, int64_t nr, int64_t k0, int64_t nk, bool acc) {
+    const auto Ab = opA(r0, nr, k0, nk);
+    const auto Bb = opB(k0, nk);
+    if (!trans_a && !trans_b) gemm_block<T>(Cblk, Ab, Bb, acc);
+    if (!trans_a && trans_b) gemm_block<T>(Cblk, Ab, Bb.transpose(), acc);
+    if (trans_a && !trans_b) gemm_block<T>(Cblk, Ab.transpose(), Bb, acc);
+    if (trans_a && trans_b) gemm_block<T>(Cblk, Ab.transpose(), Bb.transpose(), acc);
+  };
+  const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+  const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(K) * static_cast<double>(P);
+  if (nt == 1 || flops < 4e6) {
+    run(C, 0, M, 0, K, accumulate);
+    return;
   }
+  if (M >= 32 * nt) {
+#pragma omp parallel num_threads(nt)
+    {
+      const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+      const int64_t per = (M + n - 1) / n, r0 = std::min(M, t * per), r1 = std::min(M, r0 + per);
+      if (r0 < r1) {
+        auto Cb = C.middleRows(r0, r1 - r0);
+        run(Cb, r0, r1 - r0, 0, K, accumulate);
+      }
+    }
+    return;
+  }
+  // Split K: partial products per thread, then a fixed-order sum.
+  std::vector<RowMatrix<T>> part(nt);
+#pragma omp parallel num_threads(nt)
+  {
+    const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+    const int64_t per = (K + n - 1) / n, k0 = std::min(K, t * per), k1 = std::min(K, k0 + per);
+    part[t].setZero(M, P);
+    if (k0 < k1) run(part[t], 0, M, k0, k1 - k0, false);
+  }
+  if (!accumulate) C.setZero();
+  for (int t = 0; t < nt; ++t)
+    if (part[t].size() == M * P) C += part[t];
 }
 
 // ---- element-wise ----

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <unordered_map>
 #include <sstream>
 #include <stdexcept>
 
@@ -14,10 +16,62 @@ namespace {
 DeviceAllocator g_cuda_allocator;
 constexpr size_t kAlignBytes = 64;
 
+// CPU blocks of at least kCacheMinBytes are kept on release and handed out again for the same
+// size: training repeats the same shapes every step, and fresh large blocks cost page faults
+// (the kernel zeroes every page) that are as expensive as the ops themselves.
+constexpr size_t kCacheMinBytes = size_t(1) << 16;
+constexpr size_t kCacheMaxBytes = size_t(2) << 30;
+
+class BlockCache {
+ public:
+  void* take(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = free_.find(bytes);
+    if (it == free_.end() || it->second.empty()) return nullptr;
+    void* p = it->second.back();
+    it->second.pop_back();
+    cached_bytes_ -= bytes;
+    return p;
+  }
+  bool give(void* p, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cached_bytes_ + bytes > kCacheMaxBytes) return false;
+    free_[bytes].push_back(p);
+    cached_bytes_ += bytes;
+    return true;
+  }
+  void clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [bytes, blocks] : free_)
+      for (void* p : blocks) std::free(p);
+    free_.clear();
+    cached_bytes_ = 0;
+  }
+  size_t cached_bytes() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return cached_bytes_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<size_t, std::vector<void*>> free_;
+  size_t cached_bytes_ = 0;
+};
+
+BlockCache& block_cache() {
+  static BlockCache* cache = new BlockCache();  // leaked on purpose: outlives static tensors
+  return *cache;
+}
+
+size_t rounded_bytes(size_t bytes) {
+  return ((std::max<size_t>(bytes, 1) + kAlignBytes - 1) / kAlignBytes) * kAlignBytes;
+}
+
 void* allocate_bytes(size_t bytes, Device device, bool zero_fill = true) {
   if (device == Device::cpu) {
-    const size_t rounded = ((std::max<size_t>(bytes, 1) + kAlignBytes - 1) / kAlignBytes) * kAlignBytes;
-    void* p = std::aligned_alloc(kAlignBytes, rounded);
+    const size_t rounded = rounded_bytes(bytes);
+    void* p = rounded >= kCacheMinBytes ? block_cache().take(rounded) : nullptr;
+    if (!p) p = std::aligned_alloc(kAlignBytes, rounded);
     if (!p) throw std::bad_alloc();
     if (zero_fill) std::memset(p, 0, rounded);
     return p;
@@ -27,9 +81,11 @@ void* allocate_bytes(size_t bytes, Device device, bool zero_fill = true) {
   return g_cuda_allocator.allocate(bytes);
 }
 
-void release_bytes(void* p, Device device) {
+void release_bytes(void* p, size_t bytes, Device device) {
   if (!p) return;
   if (device == Device::cpu) {
+    const size_t rounded = rounded_bytes(bytes);
+    if (rounded >= kCacheMinBytes && block_cache().give(p, rounded)) return;
     std::free(p);
   } else if (g_cuda_allocator.release) {
     g_cuda_allocator.release(p);
@@ -41,6 +97,9 @@ void require_cpu(Device d, const char* what) {
     throw std::runtime_error(std::string("nn::Tensor::") + what + ": only cpu tensors supported");
 }
 }  // namespace
+
+void clear_allocator_cache() { block_cache().clear(); }
+size_t allocator_cached_bytes() { return block_cache().cached_bytes(); }
 
 const char* device_name(Device d) { return d == Device::cpu ? "cpu" : "cuda"; }
 
@@ -87,7 +146,7 @@ Storage<T>::Storage(int64_t n, Device device, bool zero_fill) : n_(n), device_(d
 
 template <typename T>
 Storage<T>::~Storage() {
-  release_bytes(ptr_, device_);
+  release_bytes(ptr_, static_cast<size_t>(n_) * sizeof(T), device_);
 }
 
 template <typename T>
@@ -96,7 +155,7 @@ void Storage<T>::grow(int64_t n) {
   require_cpu(device_, "grow");
   T* fresh = static_cast<T*>(allocate_bytes(static_cast<size_t>(n) * sizeof(T), device_));
   if (n_ > 0) std::memcpy(fresh, ptr_, static_cast<size_t>(n_) * sizeof(T));
-  release_bytes(ptr_, device_);
+  release_bytes(ptr_, static_cast<size_t>(n_) * sizeof(T), device_);
   ptr_ = fresh;
   n_ = n;
 }

@@ -41,6 +41,11 @@ struct DeviceAllocator {
 };
 void set_device_allocator(Device device, DeviceAllocator allocator);
 
+// Large CPU blocks (>= 64 KiB) are cached by exact size after release and reused (training
+// repeats the same shapes each step); at most 2 GiB is kept. These free / report the cache.
+void clear_allocator_cache();
+size_t allocator_cached_bytes();
+
 // Owns one buffer of n elements (64-byte aligned on CPU, zero-filled). grow() reallocates and
 // keeps the contents; tensors hold the Storage by shared_ptr plus an offset, so views made
 // before a grow() stay valid (raw pointers taken before it do not).
