@@ -28,7 +28,7 @@ SimResult simulate(const Graph& g, const Cluster& c, const Placement& p) {
 
 }  // namespace
 
-TEST_CASE("datasets/every generator: strict round trip and valid human placement (smoke suite)",
+TEST_CASE("datasets/every generator: deterministic, strict round trip, valid human placement (smoke)",
           "[datasets]") {
   SuiteSpec spec = read_suite_spec(suite_path("smoke"));
   std::set<std::string> covered;
@@ -37,9 +37,14 @@ TEST_CASE("datasets/every generator: strict round trip and valid human placement
     INFO("model " << m << " has no entry in smoke.json");
     CHECK(covered.count(m) == 1);
   }
-  for (const SuiteEntry& e : load_suite(suite_path("smoke"))) {
+  std::vector<SuiteEntry> entries = load_suite(suite_path("smoke"));
+  REQUIRE(entries.size() == spec.entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const SuiteEntry& e = entries[i];
     INFO(e.name);
     std::string text = graph_to_json(e.graph);
+    // Determinism: the same call gives byte-identical JSON.
+    CHECK(graph_to_json(generate(spec.entries[i].model, spec.entries[i].options)) == text);
     Graph back = parse_graph_json(text, e.name);
     CHECK(graph_to_json(back) == text);
     Placement p = human_placement(back, e.cluster);
