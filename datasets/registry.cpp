@@ -45,9 +45,7 @@ std::vector<ModelSpec> make_models() {
   m.push_back(wavenet_spec());
   m.push_back(resnet50_spec());
   m.push_back(bert_spec());
-#if __has_include("datasets/random_graphs.cpp")
   m.push_back(random_spec());
-#endif
   return m;
 }
 

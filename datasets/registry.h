@@ -61,8 +61,7 @@ ModelSpec rnnlm_spec();           // datasets/rnnlm.cpp
 ModelSpec gnmt_spec();            // datasets/gnmt.cpp
 ModelSpec transformer_xl_spec();  // datasets/transformer_xl.cpp
 ModelSpec bert_spec();            // datasets/bert.cpp
-// datasets-cnn: define these in the named files; registry.cpp lists each as soon as its
-// file exists (it tests with __has_include), so name the files and functions exactly so.
+// Defined by the CNN and random-family generators:
 ModelSpec inception_v3_spec();    // datasets/inception_v3.cpp
 ModelSpec amoebanet_spec();       // datasets/amoebanet.cpp
 ModelSpec resnet50_spec();        // datasets/resnet50.cpp
