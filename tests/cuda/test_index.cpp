@@ -31,7 +31,7 @@ TEST_CASE("cuda/gather and scatter-add rows vs cpu", "[cuda]") {
         std::string what = "V=" + std::to_string(V) + " M=" + std::to_string(M) + " C=" + std::to_string(C);
         check_close(to_host(d_g), g, 0.0f, 0.0f, "gather " + what);
         check_close(to_host(d_e), g, 0.0f, 0.0f, "embedding " + what);
-        check_close(to_host(d_out), std::vector<float>(out.begin(), out.end()), 1e-4f, 1e-5f, "scatter " + what);
+        check_close(to_host(d_out), std::vector<float>(out.begin(), out.end()), 1e-3f, 1e-4f, "scatter " + what);
       }
     }
   }
