@@ -11,7 +11,7 @@ TEST_CASE("cuda/device query", "[cuda]") {
   CHECK(cuda_device_name(cuda_device_count()).empty());  // an invalid device gives ""
 }
 
-TEST_CASE("cuda/device buffer round trip, zero and move", "[cuda]") {
+TEST_CASE("cuda/device buffer round trip zero and move", "[cuda]") {
   std::mt19937 rng(1);
   for (std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{4097}, std::size_t{1} << 20}) {
     auto h = random_vec(n, rng);
