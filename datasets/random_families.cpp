@@ -43,7 +43,7 @@ uint64_t splitmix64(uint64_t x) {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 // Up to this size the unit count is searched exactly (cheap); above, a forward-op budget.
-constexpr int64_t kExactSearchMaxOps = 5000;
+constexpr int64_t kExactSearchMaxOps = 10000;
 
 // Tensor sizes of one graph. Vision tensors are (batch, hw, hw, ch); sequence tensors are
 // (batch * seq, width). Sizes are drawn from real layers, then shrunk so that the forward
