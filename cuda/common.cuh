@@ -10,7 +10,10 @@
 
 namespace gdp::cuda {
 
+// Clears the runtime's last-error slot first (a failed cudaMalloc would otherwise be
+// reported again by the next launch check), then throws with the call and its place.
 [[noreturn]] inline void throw_cuda_error(cudaError_t err, const char* what, const char* file, int line) {
+  (void)cudaGetLastError();
   throw std::runtime_error(std::string("CUDA error in ") + what + " at " + file + ":" + std::to_string(line) +
                            ": " + cudaGetErrorString(err));
 }

@@ -14,7 +14,7 @@ int cuda_device_count() {
   cudaError_t err = cudaGetDeviceCount(&n);
   if (err != cudaSuccess) {
     g_last_error = cudaGetErrorString(err);
-    cudaGetLastError();  // clear the sticky-free error so later calls start clean
+    (void)cudaGetLastError();  // clear the (non-sticky) error so later checks start clean
     return 0;
   }
   if (n == 0) g_last_error = "cudaGetDeviceCount reported 0 devices";
@@ -26,7 +26,7 @@ std::string cuda_last_error_string() { return g_last_error; }
 std::string cuda_device_name(int device) {
   cudaDeviceProp prop{};
   if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
-    cudaGetLastError();
+    (void)cudaGetLastError();
     return "";
   }
   return prop.name;

@@ -2,6 +2,8 @@
 // CUDA test stands on.
 #include "cuda_test_util.h"
 
+#include <stdexcept>
+
 using namespace gdp::cuda;
 using namespace gdp::cuda::test;
 
@@ -33,4 +35,13 @@ TEST_CASE("cuda/device buffer round trip zero and move", "[cuda]") {
   DeviceBuffer empty(0);
   CHECK(empty.data() == nullptr);
   synchronize();
+}
+
+TEST_CASE("cuda/failed allocation throws and leaves the device usable", "[cuda]") {
+  CHECK_THROWS_AS(DeviceBuffer(std::size_t{1} << 50), std::runtime_error);  // 4 PiB
+  std::vector<float> x = {1.0f, -2.0f, 3.0f};
+  auto d_x = to_device(x);
+  DeviceBuffer d_y(3);
+  scale_forward(d_y.data(), d_x.data(), 2.0f, 3);  // its launch check must not see the old error
+  CHECK(to_host(d_y) == std::vector<float>{2.0f, -4.0f, 6.0f});
 }
