@@ -141,3 +141,21 @@ TEST_CASE("datasets/wavenet stacks of ten dilated layers", "[datasets]") {
   bad.stacks = 0;
   CHECK_THROWS_WITH(generate("wavenet", bad), Catch::Contains("stacks"));
 }
+
+TEST_CASE("datasets/amoebanet cells and options", "[datasets]") {
+  GenOptions o;
+  o.layers = 2;   // N normal cells per stack
+  o.hidden = 32;  // F
+  o.batch = 2;
+  o.image_size = 128;
+  const Graph g = generate("amoebanet", o);
+  for (int i = 0; i < 6; ++i) CHECK(g.find_op("amoebanet/cell_" + std::to_string(i) + "/cell_output") >= 0);
+  CHECK(g.find_op("amoebanet/cell_6/cell_output") < 0);
+  for (const char* c : {"stem_cell_0", "stem_cell_1", "reduction_cell_0", "reduction_cell_1"})
+    CHECK(g.find_op(std::string("amoebanet/") + c + "/cell_output") >= 0);
+  CHECK(g.find_op("amoebanet/reduction_cell_2/cell_output") < 0);
+  // Normal cells concatenate 4 states of F filters; the last stack runs at 4F.
+  CHECK(g.op(g.find_op("amoebanet/cell_0/cell_output")).outputs[0].shape.back() == 4 * 32);
+  CHECK(g.op(g.find_op("amoebanet/cell_5/cell_output")).outputs[0].shape.back() == 4 * 4 * 32);
+  check_updates_colocated(g);
+}
