@@ -5,6 +5,7 @@
 #include "datasets/random_families.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,7 @@ namespace gdp::datasets {
 
 int64_t Rng::uniform(int64_t lo, int64_t hi) {
   const unsigned __int128 span = static_cast<unsigned __int128>(hi - lo) + 1;
-  // Multiply-shift: exact, no modulo bias worth noting for spans << 2^64.
+  // Multiply-shift without rejection (Lemire): the bias is below span / 2^64, negligible here.
   return lo + static_cast<int64_t>((static_cast<unsigned __int128>(gen_()) * span) >> 64);
 }
 
