@@ -46,6 +46,13 @@ TEST_CASE("datasets/rnnlm defaults: op counts, parameters, backward twice forwar
   for (const Op& o : g.ops())
     gate_mm += o.phase == Phase::forward && o.type == "MatMul" && o.scope.rfind("layer_", 0) == 0;
   CHECK(gate_mm == 80);
+  // Forward MatMul flops by formula (2mnk): 80 gate MatMuls (B, 2H) x (2H, 4H) and the
+  // softmax layer (T*B, H) x (H, V).
+  const double B = 64, T = 40;
+  double mm_flops = 0;
+  for (const Op& o : g.ops())
+    if (o.phase == Phase::forward && o.type == "MatMul") mm_flops += o.flops;
+  CHECK(mm_flops == Approx(80 * 2 * B * (2.0 * H) * (4.0 * H) + 2 * T * B * H * V));
   Graph g4 = generate("rnnlm", layers(4));
   CHECK(g4.summary().ops == 6586);
 }
@@ -64,6 +71,12 @@ TEST_CASE("datasets/gnmt default (8 layers) has over 50,000 ops", "[datasets]") 
   CHECK(cells == 17 * 70);
   // Attention once per decoder step.
   CHECK(count_type(g, "Softmax") == 70);
+  // Parameters: 2 embeddings (V, H); encoder: 2 x (2H, 4H) bidirectional, (3H, 4H), 6 x (2H, 4H);
+  // decoder: 8 x (3H, 4H) with the attention context; attention: memory and query layers
+  // (H, H), v, b (H), g; output projection (H, V); plus the LSTM biases (4H) x 17.
+  const int64_t H = 1024, V = 32000;
+  CHECK(parameters(g) == 2 * V * H + 2 * 2 * H * 4 * H + 3 * H * 4 * H + 6 * 2 * H * 4 * H +
+                             8 * 3 * H * 4 * H + 2 * H * H + 2 * H + 1 + H * V + 17 * 4 * H);
 }
 
 TEST_CASE("datasets/gnmt 2 and 4 layers; options validated", "[datasets]") {
