@@ -151,12 +151,19 @@ const DeviceProfile& CostModel::profile(const std::string& device_kind) const {
 OpCostBreakdown CostModel::op_cost(const Op& op, const DeviceSpec& dev) const {
   OpCostBreakdown b;
   b.op_class = classify_op(op.type);
+  // A measurement for this exact device kind wins over one for any kind ("*").
+  const MeasuredTime* hit = nullptr;
   for (const auto& m : op.measured) {
     if (m.device_kind == dev.kind) {
-      b.measured = true;
-      b.time_s = m.time_s;
-      return b;
+      hit = &m;
+      break;
     }
+    if (m.device_kind == "*" && !hit) hit = &m;
+  }
+  if (hit) {
+    b.measured = true;
+    b.time_s = hit->time_s;
+    return b;
   }
   const DeviceProfile& p = profile(dev.kind);
   auto eff = [&](const std::map<OpClass, double>& m) {

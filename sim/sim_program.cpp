@@ -37,6 +37,7 @@ SimProgram::SimProgram(const Graph& g, const Cluster& c, const CostModel& cost, 
   // Ops and their output tensors.
   topo_pos.assign(num_ops, 0);
   const auto& topo = graph.topo_order();
+  topo_order.assign(topo.begin(), topo.end());
   for (int32_t k = 0; k < num_ops; ++k) topo_pos[topo[k]] = k;
   tensor_ptr.assign(num_ops + 1, 0);
   alloc_bytes.assign(num_ops, 0);
@@ -168,6 +169,10 @@ SimState::SimState(const SimProgram& p) {
   edge_xfer.assign(p.num_edges, -1);
   xfers.assign(p.num_edges, Xfer{});
   ready.resize(D);
+  qhead.assign(D, -1);
+  qtail.assign(D, -1);
+  qnext.assign(N, -1);
+  batch.reserve(N);
   for (auto& h : ready) h.reserve(64);
   running.assign(D, -1);
   last_op.assign(D, -1);
@@ -185,7 +190,9 @@ SimState::SimState(const SimProgram& p) {
   link_tail.assign(L, -1);
   link_last.assign(L, -1);
   link_bytes.assign(L, 0);
-  events.reserve(static_cast<size_t>(D + L) + 1);
+  dev_events.init(D);
+  link_events.init(L);
+  limit_bytes.assign(D, 0);
 }
 
 }  // namespace gdp

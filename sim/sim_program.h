@@ -27,6 +27,7 @@ class SimProgram {
 
   // Ops (dense index).
   std::vector<int32_t> topo_pos;        // (num_ops) position in Graph::topo_order()
+  std::vector<int32_t> topo_order;      // (num_ops) op at each topological position
   std::vector<int32_t> in_degree;       // (num_ops) number of input edges
   std::vector<int32_t> in_ptr;          // (num_ops+1) input edge slots [in_ptr[i], in_ptr[i+1])
   std::vector<int32_t> in_tensor;       // (num_edges) tensor read by the slot

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "sim/event_tree.h"
 #include "sim/min_heap.h"
 
 namespace gdp {
@@ -15,18 +16,13 @@ class SimProgram;
 struct Xfer {
   int32_t tensor = 0;
   int32_t dst = 0;        // destination device
+  int32_t src_dev = 0;    // sending device
   int32_t hop = 0;        // index of the current hop in the route
   int32_t route_begin = 0, route_end = 0;  // into SimProgram::route_link
   int32_t refs = 0;       // consumers on dst not yet finished (after arrival)
   int32_t next = -1;      // next transfer in the FIFO of the link it is on
   int32_t pred_op = -1;   // op whose end determined this transfer's timing (critical path)
   double arrive_s = 0;    // arrival at the end of the current hop
-};
-
-struct EventEntry {
-  double t;
-  int32_t src;  // device d (op end) or num_devices + directed link (head arrival)
-  bool operator<(const EventEntry& o) const { return t < o.t || (t == o.t && src < o.src); }
 };
 
 struct ReadyEntry {
@@ -47,11 +43,14 @@ class SimState {
   std::vector<int32_t> pred;        // critical-path predecessor op, -1 none
   // Tensors and edges.
   std::vector<int32_t> src_ref;     // local consumers + transfers not yet done, per tensor
-  std::vector<int32_t> edge_xfer;   // transfer feeding a remote consumer edge
+  std::vector<int32_t> edge_xfer;   // transfer feeding a consumer edge, -1 when local
   std::vector<Xfer> xfers;          // pool, capacity num_edges
   int32_t num_xfers = 0;
   // Devices.
-  std::vector<MinHeap<ReadyEntry>> ready;
+  std::vector<MinHeap<ReadyEntry>> ready;   // topo_priority
+  std::vector<int32_t> qhead, qtail;       // (num_devices) fifo: linked list through qnext
+  std::vector<int32_t> qnext;              // (num_ops)
+  std::vector<uint64_t> batch;             // fifo: (device << 32 | topo position) ready now
   std::vector<int32_t> running;     // op running on the device, -1 idle
   std::vector<int32_t> last_op;     // last op that ended on the device
   std::vector<int64_t> mem_bytes, peak_bytes, resident_bytes;
@@ -64,8 +63,10 @@ class SimState {
   std::vector<double> link_free_s;   // when the link finishes serializing its last transfer
   std::vector<int32_t> link_head, link_tail, link_last;
   std::vector<int64_t> link_bytes;
-  // Events: at most one per device and one per link.
-  MinHeap<EventEntry> events;
+  // Events: one calendar for the devices (op ends), one for the links (head arrivals);
+  // at equal times devices go first.
+  EventTree dev_events, link_events;
+  std::vector<int64_t> limit_bytes;  // (num_devices) capacity, or INT64_MAX when unchecked
   // Out of memory (first occurrence).
   bool oom = false;
   int32_t oom_device = -1;

@@ -33,6 +33,10 @@ bool parse_queue_policy(const std::string& s, QueuePolicy* out) {
 
 namespace {
 
+// Inlining the event handlers into the loop saves a call per event (measured, see
+// docs/performance.md).
+#define GDP_INLINE __attribute__((always_inline))
+
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Structural validity of a placement; the reason is only built when `reason` is non-null.
@@ -80,6 +84,7 @@ double simulate(const SimProgram& P, const Placement& pl, SimState& S, SimResult
   std::copy(P.in_degree.begin(), P.in_degree.end(), S.pending.begin());
   for (int32_t d = 0; d < D; ++d) {
     S.ready[d].clear();
+    S.qhead[d] = S.qtail[d] = -1;
     S.running[d] = -1;
     S.last_op[d] = -1;
     S.mem_bytes[d] = 0;
@@ -89,12 +94,17 @@ double simulate(const SimProgram& P, const Placement& pl, SimState& S, SimResult
     S.is_dirty[d] = 0;
   }
   S.dirty.clear();
+  S.batch.clear();
   for (int32_t l = 0; l < L; ++l) {
     S.link_free_s[l] = 0;
     S.link_head[l] = S.link_tail[l] = S.link_last[l] = -1;
     S.link_bytes[l] = 0;
   }
-  S.events.clear();
+  S.dev_events.clear();
+  S.link_events.clear();
+  for (int32_t d = 0; d < D; ++d)
+    S.limit_bytes[d] = (check_mem && P.capacity_bytes[d] > 0) ? P.capacity_bytes[d]
+                                                               : std::numeric_limits<int64_t>::max();
   S.num_xfers = 0;
   S.oom = false;
   S.oom_device = -1;
@@ -106,10 +116,10 @@ double simulate(const SimProgram& P, const Placement& pl, SimState& S, SimResult
   double last_end = 0;
   double now = 0;
 
-  auto alloc = [&](int32_t d, int64_t bytes) {
+  auto alloc = [&](int32_t d, int64_t bytes) GDP_INLINE {
     int64_t m = (S.mem_bytes[d] += bytes);
     if (m > S.peak_bytes[d]) S.peak_bytes[d] = m;
-    if (check_mem && P.capacity_bytes[d] > 0 && m > P.capacity_bytes[d] && !S.oom) {
+    if (m > S.limit_bytes[d] && !S.oom) [[unlikely]] {
       S.oom = true;
       S.oom_device = d;
       S.oom_time_s = now;
@@ -128,24 +138,57 @@ double simulate(const SimProgram& P, const Placement& pl, SimState& S, SimResult
     if (S.oom) return kInf;
   }
 
-  auto mark_dirty = [&](int32_t d) {
+  auto mark_dirty = [&](int32_t d) GDP_INLINE {
     if (!S.is_dirty[d]) {
       S.is_dirty[d] = 1;
       S.dirty.push_back(d);
     }
   };
-  auto make_ready = [&](int32_t i, int32_t pred_op) {
-    S.ready_s[i] = now;
-    S.pred[i] = pred_op;
-    int32_t d = dev[i];
-    S.ready[d].push(ReadyEntry{fifo ? now : static_cast<double>(P.topo_pos[i]), P.topo_pos[i], i});
+  // FIFO policy: the ops that become ready at one instant are collected in S.batch and
+  // appended to their device's FIFO (a linked list through S.qnext) in topological order
+  // when the instant is over, so the queue is ordered by (ready time, topological position)
+  // without a heap. topo_priority uses a per-device heap keyed by topological position.
+  auto make_ready = [&](int32_t i, [[maybe_unused]] int32_t pred_op) GDP_INLINE {
+    if constexpr (Full) {
+      S.ready_s[i] = now;
+      S.pred[i] = pred_op;
+    }
+    const int32_t d = dev[i];
+    if (fifo)
+      S.batch.push_back((static_cast<uint64_t>(d) << 32) | static_cast<uint32_t>(P.topo_pos[i]));
+    else
+      S.ready[d].push(ReadyEntry{static_cast<double>(P.topo_pos[i]), P.topo_pos[i], i});
     mark_dirty(d);
   };
-  auto dispatch = [&]() {
+  auto pop_ready = [&](int32_t d) -> int32_t {
+    if (!fifo) return S.ready[d].empty() ? -1 : S.ready[d].pop().op;
+    const int32_t i = S.qhead[d];
+    if (i >= 0) {
+      S.qhead[d] = S.qnext[i];
+      if (S.qhead[d] < 0) S.qtail[d] = -1;
+    }
+    return i;
+  };
+  auto dispatch = [&]() GDP_INLINE {
+    if (fifo && !S.batch.empty()) {
+      if (S.batch.size() > 1) std::sort(S.batch.begin(), S.batch.end());
+      for (uint64_t key : S.batch) {
+        const int32_t d = static_cast<int32_t>(key >> 32);
+        const int32_t i = P.topo_order[static_cast<uint32_t>(key)];
+        S.qnext[i] = -1;
+        if (S.qtail[d] < 0)
+          S.qhead[d] = i;
+        else
+          S.qnext[S.qtail[d]] = i;
+        S.qtail[d] = i;
+      }
+      S.batch.clear();
+    }
     for (int32_t d : S.dirty) {
       S.is_dirty[d] = 0;
-      if (S.running[d] >= 0 || S.ready[d].empty()) continue;
-      int32_t i = S.ready[d].pop().op;
+      if (S.running[d] >= 0) continue;
+      const int32_t i = pop_ready(d);
+      if (i < 0) continue;
       S.running[d] = i;
       ++ops_run;
       alloc(d, P.alloc_bytes[i]);
@@ -153,35 +196,35 @@ double simulate(const SimProgram& P, const Placement& pl, SimState& S, SimResult
       double end = now + t;
       S.busy_s[d] += t;
       S.dev_ops[d]++;
-      S.start_s[i] = now;
-      S.end_s[i] = end;
-      if (now > S.ready_s[i]) S.pred[i] = S.last_op[d];  // waited for the device
       if (end > last_end) last_end = end;
-      S.events.push(EventEntry{end, d});
+      S.dev_events.set(d, end);
       if constexpr (Full) {
+        S.start_s[i] = now;
+        S.end_s[i] = end;
+        if (now > S.ready_s[i]) S.pred[i] = S.last_op[d];  // waited for the device
         if (rec_trace) R->trace.push_back(TraceEvent{P.graph.op(i).name, d, now, end});
       }
     }
     S.dirty.clear();
   };
   // Puts transfer x on directed link l at time `now` (FIFO: it starts when the link is free).
-  auto enqueue = [&](int32_t x, int32_t l) {
+  auto enqueue = [&](int32_t x, int32_t l) GDP_INLINE {
     Xfer& X = S.xfers[x];
     double start = now;
     if (S.link_free_s[l] > now) {
       start = S.link_free_s[l];
-      X.pred_op = S.xfers[S.link_last[l]].pred_op;  // waited behind the previous transfer
+      if constexpr (Full) X.pred_op = S.xfers[S.link_last[l]].pred_op;  // waited behind it
     }
     const int64_t bytes = P.xfer_bytes[X.tensor];
     double done = start + static_cast<double>(bytes) / P.link_bw_Bps[l];
     S.link_free_s[l] = done;
     X.arrive_s = done + P.link_latency_s[l];
     S.link_bytes[l] += bytes;
-    S.link_last[l] = x;
+    if constexpr (Full) S.link_last[l] = x;
     X.next = -1;
     if (S.link_tail[l] < 0) {
       S.link_head[l] = S.link_tail[l] = x;
-      S.events.push(EventEntry{X.arrive_s, D + l});
+      S.link_events.set(l, X.arrive_s);
     } else {
       S.xfers[S.link_tail[l]].next = x;
       S.link_tail[l] = x;
@@ -199,8 +242,7 @@ double simulate(const SimProgram& P, const Placement& pl, SimState& S, SimResult
     const Xfer& X = S.xfers[x];
     const int32_t t = X.tensor, dc = X.dst;
     alloc(dc, P.xfer_bytes[t]);
-    const int32_t src_dev = dev[P.tensor_op[t]];
-    if (--S.src_ref[t] == 0) S.mem_bytes[src_dev] -= P.tensor_bytes[t];
+    if (--S.src_ref[t] == 0) S.mem_bytes[X.src_dev] -= P.tensor_bytes[t];
     for (int32_t e = P.cons_ptr[t]; e < P.cons_ptr[t + 1]; ++e) {
       int32_t c = P.cons_op[e];
       if (dev[c] == dc && --S.pending[c] == 0) make_ready(c, X.pred_op);
@@ -215,11 +257,11 @@ double simulate(const SimProgram& P, const Placement& pl, SimState& S, SimResult
     // Inputs: this consumer is done with its copy of each input tensor.
     for (int32_t s = P.in_ptr[i]; s < P.in_ptr[i + 1]; ++s) {
       const int32_t t = P.in_tensor[s];
-      if (dev[P.tensor_op[t]] == d) {
+      const int32_t x = S.edge_xfer[P.in_edge[s]];
+      if (x < 0) {  // produced on this device
         if (--S.src_ref[t] == 0) S.mem_bytes[d] -= P.tensor_bytes[t];
-      } else {
-        Xfer& X = S.xfers[S.edge_xfer[P.in_edge[s]]];
-        if (--X.refs == 0) S.mem_bytes[d] -= P.xfer_bytes[t];
+      } else if (--S.xfers[x].refs == 0) {
+        S.mem_bytes[d] -= P.xfer_bytes[t];
       }
     }
     // Outputs: wake local consumers, send one transfer per remote destination device.
@@ -230,6 +272,7 @@ double simulate(const SimProgram& P, const Placement& pl, SimState& S, SimResult
         const int32_t dc = dev[c];
         ++refs;
         if (dc == d) {
+          S.edge_xfer[e] = -1;
           if (--S.pending[c] == 0) make_ready(c, i);
           continue;
         }
@@ -244,9 +287,10 @@ double simulate(const SimProgram& P, const Placement& pl, SimState& S, SimResult
           Xfer& X = S.xfers[x];
           X.tensor = t;
           X.dst = dc;
+          X.src_dev = d;
           X.hop = 0;
           X.refs = 0;
-          X.pred_op = i;
+          if constexpr (Full) X.pred_op = i;
           const size_t k = static_cast<size_t>(d) * D + dc;
           X.route_begin = P.route_ptr[k];
           X.route_end = P.route_ptr[k + 1];
@@ -263,10 +307,12 @@ double simulate(const SimProgram& P, const Placement& pl, SimState& S, SimResult
     const int32_t x = S.link_head[l];
     Xfer& X = S.xfers[x];
     S.link_head[l] = X.next;
-    if (X.next < 0)
+    if (X.next < 0) {
       S.link_tail[l] = -1;
-    else
-      S.events.push(EventEntry{S.xfers[X.next].arrive_s, D + l});
+      S.link_events.set(l, EventTree::kNone);
+    } else {
+      S.link_events.set(l, S.xfers[X.next].arrive_s);
+    }
     X.hop++;
     if (X.route_begin + X.hop < X.route_end)
       enqueue(x, P.route_link[X.route_begin + X.hop]);  // store-and-forward: next hop
@@ -280,14 +326,20 @@ double simulate(const SimProgram& P, const Placement& pl, SimState& S, SimResult
   if constexpr (!Full) {
     if (S.oom) return kInf;
   }
-  while (!S.events.empty()) {
-    const EventEntry ev = S.events.pop();
-    now = ev.t;
-    if (ev.src < D)
-      op_end(ev.src);
-    else
-      link_event(ev.src - D);
-    if (S.events.empty() || S.events.top().t != now) dispatch();
+  // Next event: the earlier of the two calendars' roots, devices first at equal times.
+  for (;;) {
+    const double td = S.dev_events.top_time(), tl = S.link_events.top_time();
+    if (td <= tl) {
+      if (td == EventTree::kNone) break;
+      now = td;
+      const int32_t d = S.dev_events.top_source();
+      S.dev_events.set(d, EventTree::kNone);
+      op_end(d);
+    } else {
+      now = tl;
+      link_event(S.link_events.top_source());
+    }
+    if (std::min(S.dev_events.top_time(), S.link_events.top_time()) != now) dispatch();
     if constexpr (!Full) {
       if (S.oom) return kInf;
     }

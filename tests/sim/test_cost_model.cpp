@@ -136,6 +136,13 @@ TEST_CASE("sim/cost/measured time takes precedence over the roofline", "[sim][co
   DeviceSpec other = dev;
   other.kind = "V";
   CHECK(m.op_time_s(op, other) == kLaunch_s + 0.5);  // no measurement for V: roofline
+  // "*" (as the PipeDream importer writes) applies to any kind; an exact kind still wins.
+  Op any = flop_op("MatMul", 0x1p38, 0);
+  any.measured.push_back({"*", 0.25});
+  CHECK(m.op_time_s(any, other) == 0.25);
+  any.measured.push_back({"V", 0.125});
+  CHECK(m.op_time_s(any, other) == 0.125);
+  CHECK(m.op_cost(any, dev).measured);
 }
 
 TEST_CASE("sim/cost/a device without a peak is an InputError naming it", "[sim][cost]") {

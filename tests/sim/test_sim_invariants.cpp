@@ -8,8 +8,11 @@
 #include <numeric>
 
 #include "core/cluster.h"
+#include "core/io.h"
 #include "sim/random_graph.h"
 #include "sim/simulator.h"
+#include "reference_sim.h"
+#include "test_paths.h"
 
 using namespace gdp;
 
@@ -71,7 +74,9 @@ void check_invariants(const Graph& g, const Cluster& c, const Simulator& sim, co
   std::vector<int32_t> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    return p.device[a] != p.device[b] ? p.device[a] < p.device[b] : r.op_start_s[a] < r.op_start_s[b];
+    if (p.device[a] != p.device[b]) return p.device[a] < p.device[b];
+    if (r.op_start_s[a] != r.op_start_s[b]) return r.op_start_s[a] < r.op_start_s[b];
+    return r.op_end_s[a] < r.op_end_s[b];  // zero-time ops first at one instant
   });
   for (int32_t k = 1; k < n; ++k) {
     if (p.device[order[k]] != p.device[order[k - 1]]) continue;
@@ -190,4 +195,65 @@ TEST_CASE("sim/determinism/step_times in parallel equals sequential", "[sim][det
   for (size_t k = 0; k < ps.size(); ++k) CHECK(par[k] == sim.step_time(ps[k], *st));
   CHECK(std::isinf(par.back()));
   CHECK(std::isfinite(par.front()));
+}
+
+TEST_CASE("sim/reference/fast simulator equals the readable reference on small random DAGs", "[sim][reference]") {
+  const char* clusters[] = {"v100x4-nvlink", "v100x4-pcie", "h100x16-2node"};
+  int cases = 0;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    RandomGraphSpec spec;
+    spec.num_ops = 20 + static_cast<int32_t>(seed * 23 % 180);
+    spec.layer_width = 3 + static_cast<int32_t>(seed % 7);
+    spec.edges_per_op = 1.5 + 0.25 * static_cast<double>(seed % 4);
+    spec.seed = seed;
+    Graph g = make_random_layered_graph(spec);
+    Cluster c = make_cluster_preset(clusters[seed % 3]);
+    for (QueuePolicy pol : {QueuePolicy::fifo, QueuePolicy::topo_priority}) {
+      SimOptions opt;
+      opt.queue_policy = pol;
+      opt.record_op_times = true;
+      opt.check_memory = false;
+      Simulator sim(g, c, CostModel(), opt);
+      Placement p = random_placement(g, c.num_devices(), seed * 1000 + static_cast<uint64_t>(pol));
+      SimResult fast = sim.run(p);
+      test::RefResult ref = test::reference_simulate(g, c, sim, p, pol);
+      INFO("seed " << seed << " policy " << queue_policy_name(pol) << " on " << c.name);
+      CHECK(fast.step_time_s == ref.step_time_s);
+      CHECK(fast.op_start_s == ref.start_s);
+      CHECK(fast.link_bytes == ref.link_bytes);
+      CHECK(fast.transfers == ref.transfers);
+      for (int32_t d = 0; d < c.num_devices(); ++d) {
+        CHECK(fast.devices[d].peak_memory_bytes == ref.peak_bytes[d]);
+        CHECK(fast.devices[d].end_memory_bytes == ref.end_bytes[d]);
+      }
+      ++cases;
+    }
+  }
+  CHECK(cases == 24);
+}
+
+TEST_CASE("sim/pipedream/real measured profiles: one device sums the measured times, invariants hold", "[sim][data]") {
+  if (!test::shared_available()) {
+    WARN("shared/data/pipedream-profiles not found; skipped");
+    return;
+  }
+  for (const char* rel : {"image_classification/resnet50.txt", "image_classification/inception_v3.txt",
+                          "translation/gnmt.txt"}) {
+    Graph g = read_graph_file(test::shared_dir() + "/data/pipedream-profiles/" + rel);
+    Cluster c = make_cluster_preset("v100x4-nvlink");
+    SimOptions opt;
+    opt.record_op_times = true;
+    opt.check_memory = false;
+    Simulator sim(g, c, CostModel(), opt);
+    double total = 0;
+    for (const Op& op : g.ops()) total += op.measured.at(0).time_s;
+    INFO(rel);
+    SimResult one = sim.run(place_single(g, 1));
+    CHECK(one.step_time_s == Approx(total).epsilon(1e-12));
+    CHECK(one.critical_path.size() >= 2);
+    check_invariants(g, c, sim, place_round_robin(g, c.num_devices()));
+    Placement p = random_placement(g, c.num_devices(), 99);
+    enforce_colocation(g, p);
+    check_invariants(g, c, sim, p);
+  }
 }
