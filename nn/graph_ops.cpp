@@ -2,10 +2,11 @@
 // into the input gradients (nothing is recorded when no input needs a gradient).
 #include "nn/graph_ops.h"
 
-#include <Eigen/Core>
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
+#include "nn/kernels.h"
 #include "nn/sampling.h"
 
 namespace gdp::nn {
@@ -24,9 +25,6 @@ const Csr& rows_of(const Adjacency& a, EdgeDir dir) { return dir == EdgeDir::in 
 const Csr& transpose_of(const Adjacency& a, EdgeDir dir) {
   return dir == EdgeDir::in ? a.out : a.in;
 }
-
-template <typename T>
-using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 }  // namespace
 
@@ -102,17 +100,24 @@ BasicVar<T> sage_layer(const BasicVar<T>& x, const BasicVar<T>& w, const BasicVa
                                                 shape_str(b.shape()));
   const BasicTensor<T> xv = contiguous_value(x), wv = contiguous_value(w),
                        bv = contiguous_value(b);
-  BasicTensor<T> m_in({N, C}), m_out({N, C}), out({N, OUT});  // means, output
-  segment_mean_forward(m_in.data(), xv.data(), adj->in.row_ptr.data(), adj->in.col_idx.data(), N,
-                       C);
-  segment_mean_forward(m_out.data(), xv.data(), adj->out.row_ptr.data(),
-                       adj->out.col_idx.data(), N, C);
+  // xcat = [x | mean_in(x) | mean_out(x)] (N, 3C), kept for the weight gradient. The GEMMs go
+  // through matmul_forward, which threads by blocks (Eigen's own threading busy-waits).
+  const int64_t C3 = 3LL * C;
+  BasicTensor<T> xcat({N, C3}), out({N, OUT});
   {
-    auto o = out.mat(N, OUT);
-    const auto W = wv.mat(OUT, 3 * C);
-    o.noalias() = xv.mat(N, C) * W.leftCols(C).transpose();
-    o.noalias() += m_in.mat(N, C) * W.middleCols(C, C).transpose();
-    o.noalias() += m_out.mat(N, C) * W.rightCols(C).transpose();
+    const T* xp = xv.data();
+    T* cp = xcat.data();
+#pragma omp parallel for schedule(static) if (static_cast<int64_t>(N) * C > 32768)
+    for (int32_t n = 0; n < N; ++n)
+      std::copy(xp + static_cast<int64_t>(n) * C, xp + static_cast<int64_t>(n + 1) * C,
+                cp + n * C3);
+  }
+  segment_mean_forward(xcat.data() + C, xv.data(), adj->in.row_ptr.data(),
+                       adj->in.col_idx.data(), N, C, C3, C);
+  segment_mean_forward(xcat.data() + 2 * C, xv.data(), adj->out.row_ptr.data(),
+                       adj->out.col_idx.data(), N, C, C3, C);
+  matmul_forward(out.data(), xcat.data(), wv.data(), N, C3, OUT, false, /*trans_b=*/true);
+  {
     const T* bias = bv.data();
     T* op = out.data();
 #pragma omp parallel for schedule(static) if (static_cast<int64_t>(N) * OUT > 32768)
@@ -128,8 +133,7 @@ BasicVar<T> sage_layer(const BasicVar<T>& x, const BasicVar<T>& w, const BasicVa
   BasicVar<T> res = make_result(out, rg);
   if (rg) {
     BasicTape<T>::current().record([xn = x.node(), wn = w.node(), bn = b.node(),
-                                    on = res.node(), xv, wv, m_in, m_out, adj, relu_act, N, C,
-                                    OUT] {
+                                    on = res.node(), wv, xcat, adj, relu_act, N, C, C3, OUT] {
       if (!on->has_grad()) return;
       // g = dout * act'(z), (N, OUT); the output is > 0 exactly where relu passes.
       BasicTensor<T> g = on->grad.clone();
@@ -141,25 +145,22 @@ BasicVar<T> sage_layer(const BasicVar<T>& x, const BasicVar<T>& w, const BasicVa
         for (int64_t i = 0; i < n; ++i)
           if (!(o[i] > T(0))) gp[i] = T(0);
       }
-      const auto G = g.mat(N, OUT);
-      if (bn->requires_grad) bn->grad_buffer().mat(1, OUT) += G.colwise().sum();
-      if (wn->requires_grad) {
-        auto dW = wn->grad_buffer().mat(OUT, 3 * C);
-        dW.leftCols(C).noalias() += G.transpose() * xv.mat(N, C);
-        dW.middleCols(C, C).noalias() += G.transpose() * m_in.mat(N, C);
-        dW.rightCols(C).noalias() += G.transpose() * m_out.mat(N, C);
-      }
+      if (bn->requires_grad) sum_rows_accumulate(bn->grad_buffer().data(), g.data(), N, OUT);
+      if (wn->requires_grad)  // dW (OUT, 3C) += g^T xcat
+        matmul_forward(wn->grad_buffer().data(), g.data(), xcat.data(), OUT, N, C3,
+                       /*trans_a=*/true, false, /*accumulate=*/true);
       if (xn->requires_grad) {
-        const auto W = wv.mat(OUT, 3 * C);
-        auto dx = xn->grad_buffer();
-        dx.mat(N, C).noalias() += G * W.leftCols(C);
-        BasicTensor<T> dm({N, C});
-        dm.mat(N, C).noalias() = G * W.middleCols(C, C);
-        segment_mean_backward(dx.data(), dm.data(), adj->in.row_ptr.data(),
-                              adj->out.row_ptr.data(), adj->out.col_idx.data(), N, C);
-        dm.mat(N, C).noalias() = G * W.rightCols(C);
-        segment_mean_backward(dx.data(), dm.data(), adj->out.row_ptr.data(),
-                              adj->in.row_ptr.data(), adj->in.col_idx.data(), N, C);
+        BasicTensor<T> dcat({N, C3});  // g W: gradients of [x | mean_in | mean_out]
+        matmul_forward(dcat.data(), g.data(), wv.data(), N, OUT, C3, false, false);
+        T* dx = xn->grad_buffer().data();
+        const T* dc = dcat.data();
+#pragma omp parallel for schedule(static) if (static_cast<int64_t>(N) * C > 32768)
+        for (int32_t n = 0; n < N; ++n)
+          for (int32_t c = 0; c < C; ++c) dx[static_cast<int64_t>(n) * C + c] += dc[n * C3 + c];
+        segment_mean_backward(dx, dc + C, adj->in.row_ptr.data(), adj->out.row_ptr.data(),
+                              adj->out.col_idx.data(), N, C, C, C3);
+        segment_mean_backward(dx, dc + 2 * C, adj->out.row_ptr.data(), adj->in.row_ptr.data(),
+                              adj->in.col_idx.data(), N, C, C, C3);
       }
     });
   }

@@ -68,15 +68,17 @@ Csr csr_transpose(const Csr& a) {
 
 template <typename T>
 void segment_mean_forward(T* out, const T* x, const int32_t* row_ptr, const int32_t* col_idx,
-                          int32_t R, int32_t C) {
+                          int32_t R, int32_t C, int64_t ld_out, int64_t ld_x) {
+  if (ld_out < 0) ld_out = C;
+  if (ld_x < 0) ld_x = C;
 #pragma omp parallel for schedule(static) if (static_cast<int64_t>(R) * C > 32768)
   for (int32_t r = 0; r < R; ++r) {
-    T* o = out + static_cast<int64_t>(r) * C;
+    T* o = out + r * ld_out;
     std::fill(o, o + C, T(0));
     const int32_t begin = row_ptr[r], end = row_ptr[r + 1];
     if (begin == end) continue;
     for (int32_t e = begin; e < end; ++e) {
-      const T* xr = x + static_cast<int64_t>(col_idx[e]) * C;
+      const T* xr = x + col_idx[e] * ld_x;
       for (int32_t c = 0; c < C; ++c) o[c] += xr[c];
     }
     const T inv = T(1) / static_cast<T>(end - begin);
@@ -86,14 +88,17 @@ void segment_mean_forward(T* out, const T* x, const int32_t* row_ptr, const int3
 
 template <typename T>
 void segment_mean_backward(T* dx, const T* dout, const int32_t* row_ptr, const int32_t* t_row_ptr,
-                           const int32_t* t_col_idx, int32_t N, int32_t C) {
+                           const int32_t* t_col_idx, int32_t N, int32_t C, int64_t ld_dx,
+                           int64_t ld_dout) {
+  if (ld_dx < 0) ld_dx = C;
+  if (ld_dout < 0) ld_dout = C;
 #pragma omp parallel for schedule(static) if (static_cast<int64_t>(N) * C > 32768)
   for (int32_t n = 0; n < N; ++n) {
-    T* d = dx + static_cast<int64_t>(n) * C;
+    T* d = dx + n * ld_dx;
     for (int32_t e = t_row_ptr[n]; e < t_row_ptr[n + 1]; ++e) {
       const int32_t r = t_col_idx[e];
       const T inv = T(1) / static_cast<T>(row_ptr[r + 1] - row_ptr[r]);
-      const T* g = dout + static_cast<int64_t>(r) * C;
+      const T* g = dout + r * ld_dout;
       for (int32_t c = 0; c < C; ++c) d[c] += inv * g[c];
     }
   }
@@ -153,9 +158,9 @@ void segment_max_backward(T* dx, const T* dout, const int32_t* argmax, int32_t R
 
 #define GDP_SEGMENT_INSTANTIATE(T)                                                             \
   template void segment_mean_forward<T>(T*, const T*, const int32_t*, const int32_t*, int32_t, \
-                                        int32_t);                                              \
+                                        int32_t, int64_t, int64_t);                            \
   template void segment_mean_backward<T>(T*, const T*, const int32_t*, const int32_t*,         \
-                                         const int32_t*, int32_t, int32_t);                    \
+                                         const int32_t*, int32_t, int32_t, int64_t, int64_t);  \
   template void segment_max_forward<T>(T*, int32_t*, const T*, const int32_t*, const int32_t*, \
                                        int32_t, int32_t);                                      \
   template void segment_max_backward<T>(T*, const T*, const int32_t*, int32_t, int32_t);

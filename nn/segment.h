@@ -31,22 +31,23 @@ Csr csr_from_edges(int32_t num_nodes, const std::vector<int32_t>& src,
 // Transpose: row c of the result lists the rows r that contain c (ascending r).
 Csr csr_transpose(const Csr& a);
 
-// out[r] = mean_{e in r} x[col_idx[e]]; zeros for empty r.
+// out[r] = mean_{e in r} x[col_idx[e]]; zeros for empty r. ld_out / ld_x: row strides in
+// elements (default C), so out may be a column block of a wider matrix.
 template <typename T>
-void segment_mean_forward(T* out,                  // (R, C)
-                          const T* x,              // (N, C)
+void segment_mean_forward(T* out,                  // (R, C), row stride ld_out
+                          const T* x,              // (N, C), row stride ld_x
                           const int32_t* row_ptr,  // (R + 1)
                           const int32_t* col_idx,  // (E)
-                          int32_t R, int32_t C);
+                          int32_t R, int32_t C, int64_t ld_out = -1, int64_t ld_x = -1);
 // dx[n] += sum_{r containing n} dout[r] / deg(r). Gathers through the transpose (t_row_ptr,
-// t_col_idx) so rows of dx are written by one thread each.
+// t_col_idx) so rows of dx are written by one thread each. ld_*: row strides (default C).
 template <typename T>
-void segment_mean_backward(T* dx,                     // (N, C), accumulated
-                           const T* dout,             // (R, C)
+void segment_mean_backward(T* dx,                     // (N, C), accumulated, row stride ld_dx
+                           const T* dout,             // (R, C), row stride ld_dout
                            const int32_t* row_ptr,    // (R + 1), for the degrees
                            const int32_t* t_row_ptr,  // (N + 1), transpose
                            const int32_t* t_col_idx,  // (E)
-                           int32_t N, int32_t C);
+                           int32_t N, int32_t C, int64_t ld_dx = -1, int64_t ld_dout = -1);
 
 // out[r][c] = max_{e in r} x[col_idx[e]][c]; argmax[r][c] = the winning x row (first on ties),
 // -1 and out = 0 for empty r.
