@@ -137,6 +137,16 @@ SimProgram::SimProgram(const Graph& g, const Cluster& c, const CostModel& cost, 
   capacity_bytes.assign(num_devices, 0);
   for (int32_t d = 0; d < num_devices; ++d) capacity_bytes[d] = cluster.devices[d].memory_bytes;
 
+  // Packed copies for the event loop.
+  op_info.resize(num_ops);
+  for (int32_t i = 0; i < num_ops; ++i)
+    op_info[i] = OpInfo{in_ptr[i], in_ptr[i + 1], tensor_ptr[i], tensor_ptr[i + 1], alloc_bytes[i], temp_bytes[i]};
+  in_slot.resize(num_edges);
+  for (int32_t s = 0; s < num_edges; ++s) in_slot[s] = InSlot{in_tensor[s], in_edge[s]};
+  tensor_info.resize(num_tensors);
+  for (int32_t t = 0; t < num_tensors; ++t)
+    tensor_info[t] = TensorInfo{cons_ptr[t], cons_ptr[t + 1], tensor_bytes[t], xfer_bytes[t]};
+
   // Links and routes.
   link_bw_Bps.assign(num_links, 0);
   link_latency_s.assign(num_links, 0);

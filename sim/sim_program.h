@@ -14,6 +14,23 @@
 
 namespace gdp {
 
+// The fields the event loop reads together, packed so that one cache line brings them in.
+struct OpInfo {
+  int32_t in_begin, in_end;  // input slots [in_begin, in_end) in SimProgram::in_slot
+  int32_t t_begin, t_end;    // output tensors [t_begin, t_end)
+  int64_t alloc_bytes;       // outputs + temporaries, allocated at start
+  int64_t temp_bytes;        // freed at the op's end
+};
+struct InSlot {
+  int32_t tensor;  // tensor read
+  int32_t edge;    // its consumer-edge id
+};
+struct TensorInfo {
+  int32_t cons_begin, cons_end;  // consumer edges [cons_begin, cons_end)
+  int64_t bytes;                 // allocated on the producer's device
+  int64_t xfer_bytes;            // moved by a transfer and held by the receiver
+};
+
 class SimProgram {
  public:
   SimProgram(const Graph& g, const Cluster& c, const CostModel& cost, const SimOptions& opt);
@@ -55,6 +72,11 @@ class SimProgram {
   std::vector<double> link_latency_s;   // (num_links)
   std::vector<int32_t> route_ptr;       // (num_devices^2+1) route s->d: [ptr[s*D+d], ptr[s*D+d+1])
   std::vector<int32_t> route_link;      // directed link ids
+
+  // The same data packed for the event loop (built from the arrays above).
+  std::vector<OpInfo> op_info;          // (num_ops)
+  std::vector<InSlot> in_slot;          // (num_edges)
+  std::vector<TensorInfo> tensor_info;  // (num_tensors)
 
   double time_of(int32_t op, int32_t dev) const {
     return op_time[static_cast<size_t>(dev_class[dev]) * num_ops + op];

@@ -191,7 +191,11 @@ double simulate(const SimProgram& P, const Placement& pl, SimState& S, SimResult
       if (i < 0) continue;
       S.running[d] = i;
       ++ops_run;
-      alloc(d, P.alloc_bytes[i]);
+      const OpInfo& oi = P.op_info[i];
+      alloc(d, oi.alloc_bytes);
+      // Its end will read its input slots and output tensors: fetch them now.
+      __builtin_prefetch(&P.in_slot[oi.in_begin]);
+      __builtin_prefetch(&P.tensor_info[oi.t_begin]);
       double t = P.time_of(i, d);
       double end = now + t;
       S.busy_s[d] += t;
@@ -215,7 +219,7 @@ double simulate(const SimProgram& P, const Placement& pl, SimState& S, SimResult
       start = S.link_free_s[l];
       if constexpr (Full) X.pred_op = S.xfers[S.link_last[l]].pred_op;  // waited behind it
     }
-    const int64_t bytes = P.xfer_bytes[X.tensor];
+    const int64_t bytes = P.tensor_info[X.tensor].xfer_bytes;
     double done = start + static_cast<double>(bytes) / P.link_bw_Bps[l];
     S.link_free_s[l] = done;
     X.arrive_s = done + P.link_latency_s[l];
@@ -241,9 +245,10 @@ double simulate(const SimProgram& P, const Placement& pl, SimState& S, SimResult
   auto deliver = [&](int32_t x) {
     const Xfer& X = S.xfers[x];
     const int32_t t = X.tensor, dc = X.dst;
-    alloc(dc, P.xfer_bytes[t]);
-    if (--S.src_ref[t] == 0) S.mem_bytes[X.src_dev] -= P.tensor_bytes[t];
-    for (int32_t e = P.cons_ptr[t]; e < P.cons_ptr[t + 1]; ++e) {
+    const TensorInfo& ti = P.tensor_info[t];
+    alloc(dc, ti.xfer_bytes);
+    if (--S.src_ref[t] == 0) S.mem_bytes[X.src_dev] -= ti.bytes;
+    for (int32_t e = ti.cons_begin; e < ti.cons_end; ++e) {
       int32_t c = P.cons_op[e];
       if (dev[c] == dc && --S.pending[c] == 0) make_ready(c, X.pred_op);
     }
@@ -253,21 +258,23 @@ double simulate(const SimProgram& P, const Placement& pl, SimState& S, SimResult
     S.running[d] = -1;
     S.last_op[d] = i;
     mark_dirty(d);
-    S.mem_bytes[d] -= P.temp_bytes[i];
+    const OpInfo& oi = P.op_info[i];
+    S.mem_bytes[d] -= oi.temp_bytes;
     // Inputs: this consumer is done with its copy of each input tensor.
-    for (int32_t s = P.in_ptr[i]; s < P.in_ptr[i + 1]; ++s) {
-      const int32_t t = P.in_tensor[s];
-      const int32_t x = S.edge_xfer[P.in_edge[s]];
+    for (int32_t s = oi.in_begin; s < oi.in_end; ++s) {
+      const InSlot slot = P.in_slot[s];
+      const int32_t x = S.edge_xfer[slot.edge];
       if (x < 0) {  // produced on this device
-        if (--S.src_ref[t] == 0) S.mem_bytes[d] -= P.tensor_bytes[t];
+        if (--S.src_ref[slot.tensor] == 0) S.mem_bytes[d] -= P.tensor_info[slot.tensor].bytes;
       } else if (--S.xfers[x].refs == 0) {
-        S.mem_bytes[d] -= P.xfer_bytes[t];
+        S.mem_bytes[d] -= P.tensor_info[slot.tensor].xfer_bytes;
       }
     }
     // Outputs: wake local consumers, send one transfer per remote destination device.
-    for (int32_t t = P.tensor_ptr[i]; t < P.tensor_ptr[i + 1]; ++t) {
+    for (int32_t t = oi.t_begin; t < oi.t_end; ++t) {
+      const TensorInfo& ti = P.tensor_info[t];
       int32_t refs = 0;
-      for (int32_t e = P.cons_ptr[t]; e < P.cons_ptr[t + 1]; ++e) {
+      for (int32_t e = ti.cons_begin; e < ti.cons_end; ++e) {
         const int32_t c = P.cons_op[e];
         const int32_t dc = dev[c];
         ++refs;
@@ -300,7 +307,7 @@ double simulate(const SimProgram& P, const Placement& pl, SimState& S, SimResult
         S.edge_xfer[e] = x;
       }
       S.src_ref[t] = refs;
-      if (refs == 0) S.mem_bytes[d] -= P.tensor_bytes[t];
+      if (refs == 0) S.mem_bytes[d] -= ti.bytes;
     }
   };
   auto link_event = [&](int32_t l) {
