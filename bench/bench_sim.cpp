@@ -56,6 +56,26 @@ void BM_SimStepTime_50k_v100x8(benchmark::State& state) {
 }
 BENCHMARK(BM_SimStepTime_50k_v100x8)->Unit(benchmark::kMillisecond);
 
+// Scaling with graph size: the same generator at 2,000 / 10,000 / 50,000 ops, 8 devices.
+void BM_SimStepTime_Scaling(benchmark::State& state) {
+  RandomGraphSpec spec;
+  spec.num_ops = static_cast<int32_t>(state.range(0));
+  spec.edges_per_op = 2.0;
+  spec.layer_width = 64;
+  spec.seed = 2019;
+  Graph g = make_random_layered_graph(spec);
+  Cluster c = make_cluster_preset("v100x8-nvlink");
+  Simulator sim(g, c, CostModel());
+  Placement p = random_placement(g, c.num_devices(), 7);
+  auto st = sim.make_state();
+  double sink = 0;
+  for (auto _ : state) sink += sim.step_time(p, *st);
+  benchmark::DoNotOptimize(sink);
+  state.counters["time_per_op"] = benchmark::Counter(static_cast<double>(spec.num_ops) * state.iterations(),
+                                                   benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_SimStepTime_Scaling)->Arg(2000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMillisecond);
+
 // The full result: stats, link bytes and critical path (no trace).
 void BM_SimRunFull_50k_v100x8(benchmark::State& state) {
   Fixture& f = fixture();
