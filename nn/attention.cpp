@@ -55,6 +55,16 @@ Scratch<T>& scratch() {
   return s;
 }
 
+// Rows are processed in blocks; a block of query rows [i0, i1) only touches the position rows
+// [p_lo, p_lo + w): p = M + i + off - j spans [i, i + K - 1] (full) or [0, M + i] (causal). This
+// skips the (S - block) unused columns of the S x P position-score matrix.
+constexpr int32_t kRowBlock = 64;
+void position_window(const RelAttentionDims& d, int32_t i0, int32_t i1, int32_t& p_lo,
+                     int32_t& w) {
+  p_lo = d.causal ? 0 : i0;
+  w = d.M + (i1 - 1) + d.rel_offset() - p_lo + 1;
+}
+
 }  // namespace
 
 void RelAttentionDims::validate() const {
@@ -90,31 +100,38 @@ void rel_attention_forward(T* out, T* probs, const T* q, const T* k, const T* v,
     Scratch<T>& sc = scratch<T>();
     MatMap<T> qu(sc.get(0, static_cast<int64_t>(S) * Dh), S, Dh);
     MatMap<T> qv(sc.get(1, static_cast<int64_t>(S) * Dh), S, Dh);
-    MatMap<T> bd(sc.get(2, static_cast<int64_t>(S) * P), S, P);
+    T* bd_buf = sc.get(2, static_cast<int64_t>(std::min(S, kRowBlock)) * P);
     MatMap<T> a(probs + static_cast<int64_t>(h) * S * K, S, K);
     const auto qh = head(q, S, d, h);
+    const auto rkh = head(rk, P, d, h);
     qu = qh.rowwise() + ConstRowVecMap<T>(u + static_cast<int64_t>(h) * Dh, Dh);
     qv = qh.rowwise() + ConstRowVecMap<T>(vb + static_cast<int64_t>(h) * Dh, Dh);
     a.noalias() = qu * head(k, K, d, h).transpose();
-    bd.noalias() = qv * head(rk, P, d, h).transpose();
-    for (int32_t i = 0; i < S; ++i) {
-      T* ai = a.data() + static_cast<int64_t>(i) * K;
-      const T* bdi = bd.data() + static_cast<int64_t>(i) * P;
-      const int32_t jend = d.causal ? M + i + 1 : K;  // allowed keys: [0, jend)
-      const int32_t pbase = M + i + off;               // p = pbase - j
-      T mx = -std::numeric_limits<T>::infinity();
-      for (int32_t j = 0; j < jend; ++j) {
-        ai[j] = scale * (ai[j] + bdi[pbase - j]);
-        mx = std::max(mx, ai[j]);
+    for (int32_t i0 = 0; i0 < S; i0 += kRowBlock) {
+      const int32_t i1 = std::min(S, i0 + kRowBlock);
+      int32_t p_lo, w;
+      position_window(d, i0, i1, p_lo, w);
+      MatMap<T> bd(bd_buf, i1 - i0, w);  // position scores of rows [i0, i1), columns p - p_lo
+      bd.noalias() = qv.middleRows(i0, i1 - i0) * rkh.middleRows(p_lo, w).transpose();
+      for (int32_t i = i0; i < i1; ++i) {
+        T* ai = a.data() + static_cast<int64_t>(i) * K;
+        const T* bdi = bd_buf + static_cast<int64_t>(i - i0) * w;
+        const int32_t jend = d.causal ? M + i + 1 : K;  // allowed keys: [0, jend)
+        const int32_t pbase = M + i + off - p_lo;        // column of key j: pbase - j
+        T mx = -std::numeric_limits<T>::infinity();
+        for (int32_t j = 0; j < jend; ++j) {
+          ai[j] = scale * (ai[j] + bdi[pbase - j]);
+          mx = std::max(mx, ai[j]);
+        }
+        T sum = 0;
+        for (int32_t j = 0; j < jend; ++j) {
+          ai[j] = std::exp(ai[j] - mx);
+          sum += ai[j];
+        }
+        const T inv = T(1) / sum;
+        for (int32_t j = 0; j < jend; ++j) ai[j] *= inv;
+        for (int32_t j = jend; j < K; ++j) ai[j] = T(0);
       }
-      T sum = 0;
-      for (int32_t j = 0; j < jend; ++j) {
-        ai[j] = std::exp(ai[j] - mx);
-        sum += ai[j];
-      }
-      const T inv = T(1) / sum;
-      for (int32_t j = 0; j < jend; ++j) ai[j] *= inv;
-      for (int32_t j = jend; j < K; ++j) ai[j] = T(0);
     }
     head_mut(out, S, d, h).noalias() = a * head(v, K, d, h);
   }
@@ -131,7 +148,7 @@ void rel_attention_backward(T* dq, T* dk, T* dv, T* drk, T* du, T* dvb, const T*
   for (int32_t h = 0; h < d.H; ++h) {
     Scratch<T>& sc = scratch<T>();
     MatMap<T> ds(sc.get(0, static_cast<int64_t>(S) * K), S, K);     // dP, then dScore
-    MatMap<T> dbd(sc.get(1, static_cast<int64_t>(S) * P), S, P);    // d(position scores)
+    T* dbd_buf = sc.get(1, static_cast<int64_t>(std::min(S, kRowBlock)) * P);
     MatMap<T> g(sc.get(2, static_cast<int64_t>(S) * Dh), S, Dh);    // dq contributions
     MatMap<T> qb(sc.get(3, static_cast<int64_t>(S) * Dh), S, Dh);   // q + bias
     const Eigen::Map<const Mat<T>> p(probs + static_cast<int64_t>(h) * S * K, S, K);
@@ -142,39 +159,45 @@ void rel_attention_backward(T* dq, T* dk, T* dv, T* drk, T* du, T* dvb, const T*
 
     ds.noalias() = doh * head(v, K, d, h).transpose();
     if (dv) head_mut(dv, K, d, h).noalias() += p.transpose() * doh;
-    // Softmax backward, times the score scale; scatter into the position-score gradient.
-    dbd.setZero();
-    for (int32_t i = 0; i < S; ++i) {
-      T* dsi = ds.data() + static_cast<int64_t>(i) * K;
-      const T* pi = p.data() + static_cast<int64_t>(i) * K;
-      T* dbdi = dbd.data() + static_cast<int64_t>(i) * P;
-      const int32_t jend = d.causal ? M + i + 1 : K;
-      const int32_t pbase = M + i + off;
-      T dot = 0;
-      for (int32_t j = 0; j < jend; ++j) dot += pi[j] * dsi[j];
-      for (int32_t j = 0; j < jend; ++j) {
-        dsi[j] = scale * pi[j] * (dsi[j] - dot);
-        dbdi[pbase - j] = dsi[j];
+    qb = qh.rowwise() + ConstRowVecMap<T>(vb + static_cast<int64_t>(h) * Dh, Dh);
+    for (int32_t i0 = 0; i0 < S; i0 += kRowBlock) {
+      const int32_t i1 = std::min(S, i0 + kRowBlock), nb = i1 - i0;
+      int32_t p_lo, w;
+      position_window(d, i0, i1, p_lo, w);
+      MatMap<T> dbd(dbd_buf, nb, w);  // d(position scores) of rows [i0, i1), columns p - p_lo
+      dbd.setZero();
+      // Softmax backward, times the score scale; scatter into the position-score gradient.
+      for (int32_t i = i0; i < i1; ++i) {
+        T* dsi = ds.data() + static_cast<int64_t>(i) * K;
+        const T* pi = p.data() + static_cast<int64_t>(i) * K;
+        T* dbdi = dbd_buf + static_cast<int64_t>(i - i0) * w;
+        const int32_t jend = d.causal ? M + i + 1 : K;
+        const int32_t pbase = M + i + off - p_lo;
+        T dot = 0;
+        for (int32_t j = 0; j < jend; ++j) dot += pi[j] * dsi[j];
+        for (int32_t j = 0; j < jend; ++j) {
+          dsi[j] = scale * pi[j] * (dsi[j] - dot);
+          dbdi[pbase - j] = dsi[j];
+        }
+        for (int32_t j = jend; j < K; ++j) dsi[j] = T(0);
       }
-      for (int32_t j = jend; j < K; ++j) dsi[j] = T(0);
+      if (dq || dvb) {
+        auto gb = g.middleRows(i0, nb);
+        gb.noalias() = dbd * rkh.middleRows(p_lo, w);
+        if (dq) head_mut(dq, S, d, h).middleRows(i0, nb) += gb;
+        if (dvb) RowVecMap<T>(dvb + static_cast<int64_t>(h) * Dh, Dh) += gb.colwise().sum();
+      }
+      if (drk) head_mut(drk, P, d, h).middleRows(p_lo, w).noalias() +=
+          dbd.transpose() * qb.middleRows(i0, nb);
     }
     if (dq || du) {
       g.noalias() = ds * kh;
       if (dq) head_mut(dq, S, d, h) += g;
       if (du) RowVecMap<T>(du + static_cast<int64_t>(h) * Dh, Dh) += g.colwise().sum();
     }
-    if (dq || dvb) {
-      g.noalias() = dbd * rkh;
-      if (dq) head_mut(dq, S, d, h) += g;
-      if (dvb) RowVecMap<T>(dvb + static_cast<int64_t>(h) * Dh, Dh) += g.colwise().sum();
-    }
     if (dk) {
       qb = qh.rowwise() + ConstRowVecMap<T>(u + static_cast<int64_t>(h) * Dh, Dh);
       head_mut(dk, K, d, h).noalias() += ds.transpose() * qb;
-    }
-    if (drk) {
-      qb = qh.rowwise() + ConstRowVecMap<T>(vb + static_cast<int64_t>(h) * Dh, Dh);
-      head_mut(drk, P, d, h).noalias() += dbd.transpose() * qb;
     }
   }
 }
