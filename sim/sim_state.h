@@ -22,7 +22,9 @@ struct Xfer {
   int32_t refs = 0;       // consumers on dst not yet finished (after arrival)
   int32_t next = -1;      // next transfer in the FIFO of the link it is on
   int32_t pred_op = -1;   // op whose end determined this transfer's timing (critical path)
-  double arrive_s = 0;    // arrival at the end of the current hop
+  double arrive_s = 0;    // event time on the current hop: the head reaches the next node
+                          // (intermediate hop) or the whole tensor arrives (last hop)
+  double tail_s = 0;      // when the tail has reached the current hop's start node
 };
 
 struct ReadyEntry {

@@ -220,9 +220,14 @@ double simulate(const SimProgram& P, const Placement& pl, SimState& S, SimResult
       if constexpr (Full) X.pred_op = S.xfers[S.link_last[l]].pred_op;  // waited behind it
     }
     const int64_t bytes = P.tensor_info[X.tensor].xfer_bytes;
+    // Cut-through: the link streams the tensor at its bandwidth but cannot finish before the
+    // tail has arrived from the previous hop (docs/cost-model.md, "Routes").
     double done = start + static_cast<double>(bytes) / P.link_bw_Bps[l];
+    if (done < X.tail_s) done = X.tail_s;
     S.link_free_s[l] = done;
-    X.arrive_s = done + P.link_latency_s[l];
+    const double lat = P.link_latency_s[l];
+    X.tail_s = done + lat;
+    X.arrive_s = (X.route_begin + X.hop + 1 < X.route_end) ? start + lat : done + lat;
     S.link_bytes[l] += bytes;
     if constexpr (Full) S.link_last[l] = x;
     X.next = -1;
@@ -297,6 +302,7 @@ double simulate(const SimProgram& P, const Placement& pl, SimState& S, SimResult
           X.src_dev = d;
           X.hop = 0;
           X.refs = 0;
+          X.tail_s = 0;
           if constexpr (Full) X.pred_op = i;
           const size_t k = static_cast<size_t>(d) * D + dc;
           X.route_begin = P.route_ptr[k];
@@ -322,7 +328,7 @@ double simulate(const SimProgram& P, const Placement& pl, SimState& S, SimResult
     }
     X.hop++;
     if (X.route_begin + X.hop < X.route_end)
-      enqueue(x, P.route_link[X.route_begin + X.hop]);  // store-and-forward: next hop
+      enqueue(x, P.route_link[X.route_begin + X.hop]);  // the head reached the next node
     else
       deliver(x);
   };

@@ -63,6 +63,7 @@ inline RefResult reference_simulate(const Graph& g, const Cluster& c, const Simu
     std::vector<int32_t> route;
     size_t hop = 0;
     int64_t bytes = 0;
+    double tail_s = 0;  // when the tail reaches the start of the current hop
   };
   std::vector<Transfer> xfers;
   std::vector<bool> link_busy(L, false);
@@ -86,12 +87,20 @@ inline RefResult reference_simulate(const Graph& g, const Cluster& c, const Simu
   std::vector<std::vector<Ready>> ready(D);
   double now = 0;
 
+  // Cut-through routing: the head crosses a hop in its latency and goes on to the next hop;
+  // a hop is busy until the whole tensor has streamed through it, which cannot happen
+  // before the tail has arrived from the previous hop.
   auto start_transfer_on_link = [&](int x, int l) {
     link_busy[l] = true;
-    double ser = static_cast<double>(xfers[x].bytes) / c.links[l / 2].bandwidth_Bps;
-    r.link_bytes[l] += xfers[x].bytes;
-    events.push_back({now + ser, -1, seq++, kSerDone, l});
-    events.push_back({now + ser + c.links[l / 2].latency_s, D + l, seq++, kArrive, x});
+    Transfer& X = xfers[x];
+    double ser = static_cast<double>(X.bytes) / c.links[l / 2].bandwidth_Bps;
+    double done = std::max(now + ser, X.tail_s);
+    double lat = c.links[l / 2].latency_s;
+    r.link_bytes[l] += X.bytes;
+    X.tail_s = done + lat;
+    bool last = X.hop + 1 == X.route.size();
+    events.push_back({done, -1, seq++, kSerDone, l});
+    events.push_back({last ? done + lat : now + lat, D + l, seq++, kArrive, x});
   };
   auto enqueue = [&](int x) {
     int l = xfers[x].route[xfers[x].hop];

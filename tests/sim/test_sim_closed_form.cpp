@@ -143,7 +143,7 @@ TEST_CASE("sim/closed/two transfers on one link are serialized", "[sim]") {
   CHECK(sim2.run(placement_of({0, 1, 1, 0})).step_time_s == 0.25 + 0.5 + kLinkLat_s + 0.125);
 }
 
-TEST_CASE("sim/closed/a multi-hop route occupies each hop, store-and-forward", "[sim]") {
+TEST_CASE("sim/closed/a multi-hop route occupies each hop, cut-through", "[sim]") {
   Cluster c;
   c.name = "two_hop";
   c.devices = {test_device("gpu0"), test_device("gpu1")};
@@ -160,7 +160,8 @@ TEST_CASE("sim/closed/a multi-hop route occupies each hop, store-and-forward", "
   Simulator sim(g, c, CostModel());
   SimResult r = sim.run(placement_of({0, 1}));
   REQUIRE(r.valid);
-  CHECK(r.step_time_s == 0.25 + (0.25 + 1.0 / 64) + (0.5 + 1.0 / 32) + 0.5);
+  // Cut-through: latencies add up, the bytes stream at the bottleneck (hop 2) bandwidth.
+  CHECK(r.step_time_s == 0.25 + 1.0 / 64 + 1.0 / 32 + 0.5 + 0.5);
   CHECK(r.link_bytes[directed_link(c, 0, 2)] == int64_t(1) << 28);
   CHECK(r.link_bytes[directed_link(c, 2, 1)] == int64_t(1) << 28);
   CHECK(r.link_bytes[directed_link(c, 1, 2)] == 0);
@@ -176,9 +177,21 @@ TEST_CASE("sim/closed/a multi-hop route occupies each hop, store-and-forward", "
   g2.add_edge(1, 0, 2, int64_t(1) << 28);
   g2.finalize();
   Simulator sim2(g2, c, CostModel());
-  // Hop 1: A's [0.25, 0.5], B's [0.5, 0.75]; arrivals at the switch 0.5+1/64, 0.75+1/64.
-  // Hop 2 (0.5 s each): A's [0.5+1/64, 1+1/64], B's [1+1/64, 1.5+1/64]; arrival +1/32.
-  CHECK(sim2.run(placement_of({0, 0, 1})).step_time_s == 1.5 + 1.0 / 64 + 1.0 / 32 + 0.5);
+  // A's: hop 1 [0.25, 0.5], head at the switch 0.25+1/64, hop 2 [0.25+1/64, 0.75+1/64].
+  // B's: hop 1 [0.5, 0.75], head at 0.5+1/64 waits for hop 2 until 0.75+1/64; hop 2 ends
+  // 1.25+1/64 and the tensor arrives 1/32 later; C runs 0.5.
+  CHECK(sim2.run(placement_of({0, 0, 1})).step_time_s == 1.25 + 1.0 / 64 + 1.0 / 32 + 0.5);
+
+  // A slow first hop holds the second hop until its tail arrives.
+  Cluster c3;
+  c3.name = "slow_first_hop";
+  c3.devices = {test_device("gpu0"), test_device("gpu1")};
+  c3.switches = {"sw"};
+  c3.links.push_back({0, 2, 0x1p28, 1.0 / 64});  // 1 s for 2^28 bytes
+  c3.links.push_back({2, 1, 0x1p30, 1.0 / 32});  // 0.25 s for 2^28 bytes
+  c3.finalize();
+  Simulator sim3(g, c3, CostModel());
+  CHECK(sim3.run(placement_of({0, 1})).step_time_s == 0.25 + 1.0 + 1.0 / 64 + 1.0 / 32 + 0.5);
 }
 
 TEST_CASE("sim/closed/memory: peak and release follow the allocation rules", "[sim][memory]") {

@@ -20,14 +20,16 @@ namespace {
 
 constexpr double kRel = 1e-12;
 
-// Lower bound for a transfer of `bytes` from device s to d: every hop's bytes/bw + latency.
+// Lower bound for a transfer of `bytes` from device s to d (cut-through): every hop's latency
+// plus the bytes at the route's bottleneck bandwidth.
 double min_transfer_s(const Cluster& c, int32_t s, int32_t d, int64_t bytes) {
-  double t = 0;
+  double t = 0, slowest = 0;
   for (int32_t l : c.route(s, d)) {
     const LinkSpec& k = c.links[l / 2];
-    t += static_cast<double>(bytes) / k.bandwidth_Bps + k.latency_s;
+    t += k.latency_s;
+    slowest = std::max(slowest, static_cast<double>(bytes) / k.bandwidth_Bps);
   }
-  return t;
+  return t + slowest;
 }
 
 void check_invariants(const Graph& g, const Cluster& c, const Simulator& sim, const Placement& p) {
