@@ -27,6 +27,10 @@ template <typename T>
 using RowVecMap = Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>>;
 template <typename T>
 using ConstRowVecMap = Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>;
+template <typename T>
+using ArrMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <typename T>
+using ConstArrMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 
 // Head h's (rows, Dh) slice of a (rows, D) matrix.
 template <typename T>
@@ -118,18 +122,11 @@ void rel_attention_forward(T* out, T* probs, const T* q, const T* k, const T* v,
         const T* bdi = bd_buf + static_cast<int64_t>(i - i0) * w;
         const int32_t jend = d.causal ? M + i + 1 : K;  // allowed keys: [0, jend)
         const int32_t pbase = M + i + off - p_lo;        // column of key j: pbase - j
-        T mx = -std::numeric_limits<T>::infinity();
-        for (int32_t j = 0; j < jend; ++j) {
-          ai[j] = scale * (ai[j] + bdi[pbase - j]);
-          mx = std::max(mx, ai[j]);
-        }
-        T sum = 0;
-        for (int32_t j = 0; j < jend; ++j) {
-          ai[j] = std::exp(ai[j] - mx);
-          sum += ai[j];
-        }
-        const T inv = T(1) / sum;
-        for (int32_t j = 0; j < jend; ++j) ai[j] *= inv;
+        // a_ij = scale (AC_ij + BD_i,pbase-j): the position row read backwards.
+        ArrMap<T> ar(ai, jend);
+        ar = scale * (ar + ConstArrMap<T>(bdi + pbase - (jend - 1), jend).reverse());
+        ar = (ar - ar.maxCoeff()).exp();
+        ar *= T(1) / ar.sum();
         for (int32_t j = jend; j < K; ++j) ai[j] = T(0);
       }
     }
@@ -173,12 +170,11 @@ void rel_attention_backward(T* dq, T* dk, T* dv, T* drk, T* du, T* dvb, const T*
         T* dbdi = dbd_buf + static_cast<int64_t>(i - i0) * w;
         const int32_t jend = d.causal ? M + i + 1 : K;
         const int32_t pbase = M + i + off - p_lo;
-        T dot = 0;
-        for (int32_t j = 0; j < jend; ++j) dot += pi[j] * dsi[j];
-        for (int32_t j = 0; j < jend; ++j) {
-          dsi[j] = scale * pi[j] * (dsi[j] - dot);
-          dbdi[pbase - j] = dsi[j];
-        }
+        ArrMap<T> dsa(dsi, jend);
+        const ConstArrMap<T> pa(pi, jend);
+        const T dot = (pa * dsa).sum();
+        dsa = scale * pa * (dsa - dot);
+        ArrMap<T>(dbdi + pbase - (jend - 1), jend).reverse() = dsa;
         for (int32_t j = jend; j < K; ++j) dsi[j] = T(0);
       }
       if (dq || dvb) {
