@@ -88,9 +88,15 @@ BasicVar<T> sum_all_scaled(const char* name, const BasicVar<T>& x, bool is_mean)
   const int64_t n = xv.numel();
   const T factor = is_mean ? T(1) / static_cast<T>(n) : T(1);
   // Accumulate in double for accuracy (and identical results for any thread count).
-  double s = 0.0;
+  // Eight interleaved accumulators (fixed order, independent of alignment and threads) keep the
+  // adds pipelined.
+  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   const T* p = xv.data();
-  for (int64_t i = 0; i < n; ++i) s += static_cast<double>(p[i]);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) acc[k] += static_cast<double>(p[i + k]);
+  for (; i < n; ++i) acc[i % 8] += static_cast<double>(p[i]);
+  const double s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
   BasicTensor<T> y = BasicTensor<T>::full({}, static_cast<T>(s) * factor);
   const bool rg = needs_grad<T>({&x});
   BasicVar<T> out(std::move(y), rg);
