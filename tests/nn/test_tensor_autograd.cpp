@@ -127,3 +127,21 @@ TEST_CASE("nn/ops reject bad shapes and indices with messages", "[nn]") {
   CHECK_THROWS_AS(concat<float>({a, b}, 0), std::invalid_argument);
   CHECK_THROWS_AS(sum(a, 2), std::out_of_range);
 }
+
+TEST_CASE("nn/allocator cache reuses large blocks and still zero-fills", "[nn]") {
+  clear_allocator_cache();
+  const Shape big = {300, 129};  // 154,800 bytes: above the 64 KiB caching floor
+  const float* first = nullptr;
+  {
+    Tensor t = Tensor::full(big, 3.f);
+    first = t.data();
+  }
+  CHECK(allocator_cached_bytes() >= 300 * 129 * sizeof(float));
+  Tensor again(big);  // same size: the cached block comes back, zeroed
+  CHECK(again.data() == first);
+  CHECK(allocator_cached_bytes() == 0);
+  for (int64_t i = 0; i < again.numel(); ++i) REQUIRE(again[i] == 0.f);
+  Tensor small({10});  // small blocks bypass the cache
+  CHECK(allocator_cached_bytes() == 0);
+  clear_allocator_cache();
+}
