@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "core/cluster.h"
+#include "datasets/human.h"
+#include "datasets/registry.h"
 #include "sim/random_graph.h"
 #include "sim/simulator.h"
 
@@ -104,6 +106,35 @@ void BM_SimStepTimesBatch16(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(f.placements.size()));
 }
 BENCHMARK(BM_SimStepTimesBatch16)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Placements a trained policy produces keep most edges on one device. Two such cases:
+// the same 50k-op graph cut into 8 contiguous topological blocks, and the 8-layer GNMT
+// training graph (53,481 ops) under its human-expert placement on v100x8-nvlink.
+void BM_SimStepTime_50k_blocked(benchmark::State& state) {
+  Fixture& f = fixture();
+  Placement p{std::vector<int32_t>(f.graph.num_ops())};
+  const auto& topo = f.graph.topo_order();
+  for (size_t k = 0; k < topo.size(); ++k)
+    p.device[topo[k]] = static_cast<int32_t>(k * f.cluster.num_devices() / topo.size());
+  auto st = f.sim->make_state();
+  double sink = 0;
+  for (auto _ : state) sink += f.sim->step_time(p, *st);
+  benchmark::DoNotOptimize(sink);
+}
+BENCHMARK(BM_SimStepTime_50k_blocked)->Unit(benchmark::kMillisecond);
+
+void BM_SimStepTime_gnmt8_human(benchmark::State& state) {
+  static const Graph g = datasets::generate("gnmt", datasets::GenOptions{});
+  static const Cluster c = make_cluster_preset("v100x8-nvlink");
+  static const Placement p = datasets::human_placement(g, c);
+  Simulator sim(g, c, CostModel());
+  auto st = sim.make_state();
+  double sink = 0;
+  for (auto _ : state) sink += sim.step_time(p, *st);
+  benchmark::DoNotOptimize(sink);
+  state.counters["ops"] = g.num_ops();
+}
+BENCHMARK(BM_SimStepTime_gnmt8_human)->Unit(benchmark::kMillisecond);
 
 // One-time cost: preprocessing the graph into a SimProgram.
 void BM_SimBuildProgram_50k(benchmark::State& state) {

@@ -49,7 +49,7 @@ int cmd_simulate(int argc, char** argv) {
   SimResult r = sim.run(p);
   if (a.has("--trace")) write_text_file_atomic(a.get("--trace"), trace_to_chrome_json(r, c));
   if (a.has("--json")) {
-    std::printf("%s\n", sim_result_to_json(r, c).c_str());
+    std::printf("%s\n", sim_result_to_json(r, c, g).c_str());
     return 0;
   }
   std::printf("graph %s (%d ops) on %s (%d devices)\n", g.name.c_str(), g.num_ops(), c.name.c_str(), c.num_devices());
