@@ -128,7 +128,17 @@ TEST_CASE("nn/rel attention causal mask ignores later keys", "[nn]") {
   std::vector<double> out0(d.S * D), out1(d.S * D), probs(d.S * d.K());
   rel_attention_forward(out0.data(), probs.data(), q.data(), k.data(), v.data(), rk.data(), u.data(),
                         vb.data(), d);
-  for (int j = 0; j < d.K(); ++j) CHECK(probs[0 * d.K() + j] == (j <= d.M ? probs[j] : 0.0));
+  // Row i puts weight only on keys j <= M + i, and its weights sum to one.
+  for (int i = 0; i < d.S; ++i) {
+    double total = 0;
+    for (int j = 0; j < d.K(); ++j) {
+      const double pij = probs[i * d.K() + j];
+      if (j > d.M + i) CHECK(pij == 0.0);
+      else CHECK(pij > 0.0);
+      total += pij;
+    }
+    CHECK(total == Approx(1.0));
+  }
   // Changing the last key/value (position M + S - 1) leaves queries 0..S-2 unchanged.
   for (int c = 0; c < D; ++c) {
     k[(d.K() - 1) * D + c] += 1.0;
