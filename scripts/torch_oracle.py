@@ -5,8 +5,9 @@ autograd, with fixed weights. Writes inputs, weights, outputs, all gradients and
 few Adam steps to a versioned JSON file that tests/nn/test_oracle.cpp checks our C++ against.
 
 Usage: /usr/bin/python3 scripts/torch_oracle.py --out FILE.json   (exit 77: no torch)
-Format (version 1): {"format": "gdp-torch-oracle", "version": 1, "config": {...},
-  "graph": {"num_nodes", "src", "dst"}, "actions": [...], "advantages": [...],
+Format (version 2): {"format": "gdp-torch-oracle", "version": 2, "torch_version": "...",
+  "cases": [case, ...]}, one case per model configuration (full mask; causal mask), each
+  {"config": {...}, "graph": {"num_nodes", "src", "dst"}, "actions": [...], "advantages": [...],
   "inputs": {name: T}, "params": {name: T}, "outputs": {name: T}, "grads": {name: T},
   "adam": {"lr", "betas", "eps", "losses": [loss before step 1, ..., after the last step]}}
 with T = {"shape": [...], "data": [row-major floats]}. Everything is computed in float64.
@@ -23,7 +24,7 @@ except ImportError as e:  # the C++ test skips on this exit code
     print(f"torch_oracle: cannot import torch ({e})", file=sys.stderr)
     sys.exit(77)
 
-FORMAT, VERSION = "gdp-torch-oracle", 1
+FORMAT, VERSION = "gdp-torch-oracle", 2
 
 CONFIG = {
     "num_nodes": 23, "num_edges": 41, "in_dim": 5, "width": 8, "sage_layers": 2,
@@ -172,12 +173,8 @@ def tensor_json(t):
     return {"shape": list(t.shape), "data": t.reshape(-1).tolist()}
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True)
-    args = ap.parse_args()
-    torch.set_num_threads(1)
-    cfg = CONFIG
+def run_case(cfg):
+    """One model configuration: forward, backward, Adam steps; returns its JSON section."""
     gen = torch.Generator().manual_seed(cfg["seed"])
     src_l, dst_l, x, actions, adv = make_problem(cfg, gen)
     src, dst = torch.tensor(src_l), torch.tensor(dst_l)
@@ -202,9 +199,9 @@ def main():
         opt.step()
     with torch.no_grad():
         losses.append(model(cfg, P, x_data, src, dst, actions, adv)[0].item())
-
-    doc = {
-        "format": FORMAT, "version": VERSION, "torch_version": torch.__version__,
+    print(f"torch_oracle: causal={cfg['causal']} loss {loss.item():.6f}, "
+          f"adam losses {', '.join(f'{v:.6f}' for v in losses)}")
+    return {
         "config": cfg,
         "graph": {"num_nodes": cfg["num_nodes"], "src": src_l, "dst": dst_l},
         "actions": actions.tolist(), "advantages": adv.tolist(),
@@ -215,10 +212,20 @@ def main():
         "grads": {k: tensor_json(v) for k, v in grads.items()},
         "adam": {"lr": cfg["adam_lr"], "betas": [0.9, 0.999], "eps": 1e-8, "losses": losses},
     }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    # Full mask with memory longer than a segment; causal mask with memory shorter than one.
+    cases = [CONFIG, dict(CONFIG, causal=True, memory=3, segment=6, seed=CONFIG["seed"] + 1)]
+    doc = {"format": FORMAT, "version": VERSION, "torch_version": torch.__version__,
+           "cases": [run_case(cfg) for cfg in cases]}
     with open(args.out, "w") as f:
         json.dump(doc, f)
-    print(f"torch_oracle: wrote {args.out} (loss {loss.item():.6f}, "
-          f"adam losses {', '.join(f'{v:.6f}' for v in losses)})")
+    print(f"torch_oracle: wrote {args.out}")
 
 
 if __name__ == "__main__":

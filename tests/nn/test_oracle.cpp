@@ -149,41 +149,30 @@ struct OracleModel {
   }
 };
 
-}  // namespace
-
-TEST_CASE("nn/oracle: GDP model matches PyTorch (outputs, gradients, Adam)", "[nn][oracle]") {
-  static std::string why_not;
-  static const json doc = load_oracle(why_not);  // one script run for all sections
-  if (doc.is_null()) {
-    WARN("SKIPPED nn/oracle: " << why_not);
-    return;
-  }
-  INFO(why_not);
-  REQUIRE_FALSE(doc.contains("error"));
-  REQUIRE(doc.at("format") == "gdp-torch-oracle");
-  REQUIRE(doc.at("version") == 1);
-
+// Every check on one oracle case (one model configuration).
+void check_case(const json& oc) {
   SECTION("double: outputs and every gradient") {
-    OracleModel<double> m(doc);
-    VarD x(to_tensor<double>(doc.at("inputs").at("x")), true);
+    OracleModel<double> m(oc);
+    VarD x(to_tensor<double>(oc.at("inputs").at("x")), true);
     std::map<std::string, VarD> outs;
     const VarD loss = m.loss(x, &outs);
-    for (const auto& [name, v] : outs) check_close(v.value(), doc.at("outputs").at(name), 1e-4, 1e-9, name);
-    check_close(loss.value(), doc.at("outputs").at("loss"), 1e-4, 1e-9, "loss");
+    for (const auto& [name, v] : outs)
+      check_close(v.value(), oc.at("outputs").at(name), 1e-4, 1e-9, name);
+    check_close(loss.value(), oc.at("outputs").at("loss"), 1e-4, 1e-9, "loss");
     m.params.zero_grad();
     backward(loss);
-    check_close(x.grad(), doc.at("grads").at("x"), 1e-4, 1e-9, "grad x");
+    check_close(x.grad(), oc.at("grads").at("x"), 1e-4, 1e-9, "grad x");
     for (const auto& e : m.params.entries())
-      check_close(e.var.grad(), doc.at("grads").at(e.name), 1e-4, 1e-9, "grad " + e.name);
+      check_close(e.var.grad(), oc.at("grads").at(e.name), 1e-4, 1e-9, "grad " + e.name);
   }
 
   SECTION("double: Adam step losses") {
-    OracleModel<double> m(doc);
-    const VarD x(to_tensor<double>(doc.at("inputs").at("x")));
-    const auto want = doc.at("adam").at("losses").get<std::vector<double>>();
+    OracleModel<double> m(oc);
+    const VarD x(to_tensor<double>(oc.at("inputs").at("x")));
+    const auto want = oc.at("adam").at("losses").get<std::vector<double>>();
     AdamConfig cfg;
-    cfg.lr = doc.at("adam").at("lr");
-    cfg.eps = doc.at("adam").at("eps");
+    cfg.lr = oc.at("adam").at("lr");
+    cfg.eps = oc.at("adam").at("eps");
     AdamD adam(m.params, cfg);
     for (size_t step = 0; step + 1 < want.size(); ++step) {
       m.params.zero_grad();
@@ -197,12 +186,34 @@ TEST_CASE("nn/oracle: GDP model matches PyTorch (outputs, gradients, Adam)", "[n
   }
 
   SECTION("float: outputs and loss to float precision") {
-    OracleModel<float> m(doc);
-    const Var x(to_tensor<float>(doc.at("inputs").at("x")));
+    OracleModel<float> m(oc);
+    const Var x(to_tensor<float>(oc.at("inputs").at("x")));
     std::map<std::string, Var> outs;
     const Var loss = m.loss(x, &outs);
-    for (const auto& [name, v] : outs) check_close(v.value(), doc.at("outputs").at(name), 1e-4, 1e-5, name);
-    check_close(loss.value(), doc.at("outputs").at("loss"), 1e-4, 1e-5, "loss");
+    for (const auto& [name, v] : outs)
+      check_close(v.value(), oc.at("outputs").at(name), 1e-4, 1e-5, name);
+    check_close(loss.value(), oc.at("outputs").at("loss"), 1e-4, 1e-5, "loss");
     Tape::current().clear();
+  }
+}
+
+}  // namespace
+
+TEST_CASE("nn/oracle: GDP model matches PyTorch (outputs, gradients, Adam)", "[nn][oracle]") {
+  static std::string why_not;
+  static const json doc = load_oracle(why_not);  // one script run for all sections
+  if (doc.is_null()) {
+    WARN("SKIPPED nn/oracle: " << why_not);
+    return;
+  }
+  INFO(why_not);
+  REQUIRE_FALSE(doc.contains("error"));
+  REQUIRE(doc.at("format") == "gdp-torch-oracle");
+  REQUIRE(doc.at("version") == 2);
+  REQUIRE(doc.at("cases").size() == 2);
+
+  for (const json& oc : doc.at("cases")) {
+    const bool causal = oc.at("config").at("causal");
+    DYNAMIC_SECTION("causal " << causal) { check_case(oc); }
   }
 }
