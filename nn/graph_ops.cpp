@@ -44,7 +44,7 @@ BasicVar<T> segment_mean(const BasicVar<T>& x, const std::shared_ptr<const Adjac
               ", got " + shape_str(x.shape()));
   const int32_t N = static_cast<int32_t>(x.dim(0)), C = static_cast<int32_t>(x.dim(1));
   const BasicTensor<T> xv = contiguous_value(x);
-  BasicTensor<T> out({N, C});
+  BasicTensor<T> out = BasicTensor<T>::empty({N, C});  // overwritten by the kernel
   const Csr& a = rows_of(*adj, dir);
   segment_mean_forward(out.data(), xv.data(), a.row_ptr.data(), a.col_idx.data(), N, C);
   const bool rg = needs_grad<T>({&x});
@@ -69,7 +69,7 @@ BasicVar<T> segment_max(const BasicVar<T>& x, const std::shared_ptr<const Adjace
               ", got " + shape_str(x.shape()));
   const int32_t N = static_cast<int32_t>(x.dim(0)), C = static_cast<int32_t>(x.dim(1));
   const BasicTensor<T> xv = contiguous_value(x);
-  BasicTensor<T> out({N, C});
+  BasicTensor<T> out = BasicTensor<T>::empty({N, C});
   auto argmax = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(N) * C);
   const Csr& a = rows_of(*adj, dir);
   segment_max_forward(out.data(), argmax->data(), xv.data(), a.row_ptr.data(), a.col_idx.data(),
@@ -103,7 +103,8 @@ BasicVar<T> sage_layer(const BasicVar<T>& x, const BasicVar<T>& w, const BasicVa
   // xcat = [x | mean_in(x) | mean_out(x)] (N, 3C), kept for the weight gradient. The GEMMs go
   // through matmul_forward, which threads by blocks (Eigen's own threading busy-waits).
   const int64_t C3 = 3LL * C;
-  BasicTensor<T> xcat({N, C3}), out({N, OUT});
+  // Both are overwritten completely below.
+  BasicTensor<T> xcat = BasicTensor<T>::empty({N, C3}), out = BasicTensor<T>::empty({N, OUT});
   {
     const T* xp = xv.data();
     T* cp = xcat.data();
@@ -150,7 +151,7 @@ BasicVar<T> sage_layer(const BasicVar<T>& x, const BasicVar<T>& w, const BasicVa
         matmul_forward(wn->grad_buffer().data(), g.data(), xcat.data(), OUT, N, C3,
                        /*trans_a=*/true, false, /*accumulate=*/true);
       if (xn->requires_grad) {
-        BasicTensor<T> dcat({N, C3});  // g W: gradients of [x | mean_in | mean_out]
+        BasicTensor<T> dcat = BasicTensor<T>::empty({N, C3});  // g W: gradients of [x | mean_in | mean_out]
         matmul_forward(dcat.data(), g.data(), wv.data(), N, OUT, C3, false, false);
         T* dx = xn->grad_buffer().data();
         const T* dc = dcat.data();
@@ -186,7 +187,9 @@ BasicVar<T> rel_attention(const BasicVar<T>& q, const BasicVar<T>& k, const Basi
   const BasicTensor<T> qv = contiguous_value(q), kv = contiguous_value(k), vv = contiguous_value(v),
                        rkv = contiguous_value(rk), uv = contiguous_value(u),
                        vbv = contiguous_value(vb);
-  BasicTensor<T> out({d.S, d.D()}), probs({d.H, d.S, d.K()});
+  // Overwritten completely by the kernel (masked probabilities are written as zeros).
+  BasicTensor<T> out = BasicTensor<T>::empty({d.S, d.D()}),
+                 probs = BasicTensor<T>::empty({d.H, d.S, d.K()});
   rel_attention_forward(out.data(), probs.data(), qv.data(), kv.data(), vv.data(), rkv.data(),
                         uv.data(), vbv.data(), d);
   const bool rg = needs_grad<T>({&q, &k, &v, &rk, &u, &vb});
