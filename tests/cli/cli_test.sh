@@ -62,6 +62,18 @@ case "$case_name" in
     grep -q traceEvents "$tmp/t.json" || fail "trace file lacks traceEvents"
     printf '{"format": "gdp-placement", "version": 1, "devices": 2, "placement": {"a": 0, "b": 1, "c": 1}}' > "$tmp/split.json"
     expect_rc 0 'colocation' -- "$gdp" simulate --graph "$tmp/g.json" --cluster v100x2-nvlink --placement "$tmp/split.json" ;;
+  gen-place)
+    expect_rc 0 "" -- "$gdp" gen rnnlm --layers 2 --batch 4 --seq-len 4 --hidden 32 --vocab 50 -o "$tmp/r.json"
+    expect_rc 0 '"ops":' -- "$gdp" info --json "$tmp/r.json"
+    expect_rc 0 "human placement" -- "$gdp" place --method human --graph "$tmp/r.json" --cluster v100x2-nvlink -o "$tmp/p.json"
+    expect_rc 0 '"valid": true' -- "$gdp" simulate --graph "$tmp/r.json" --cluster v100x2-nvlink --placement "$tmp/p.json" --json
+    expect_rc 2 "layers" -- "$gdp" gen rnnlm --layers 0 -o "$tmp/bad.json"
+    expect_rc 2 "" -- "$gdp" place --method nonsense --graph "$tmp/r.json" --cluster v100x2-nvlink -o "$tmp/x.json" ;;
+  compare)
+    # The README's main job on the shipped smoke suite (run from the source tree).
+    expect_rc 0 "geomean speed-up" -- "$gdp" compare --suite "$(dirname "$0")/../../datasets/suites/smoke.json"
+    expect_rc 0 '"entries"' -- "$gdp" compare --suite "$(dirname "$0")/../../datasets/suites/smoke.json" --methods human,single --json
+    expect_rc 2 "unknown method" -- "$gdp" compare --methods best ;;
   *) fail "unknown case $case_name" ;;
 esac
 echo "PASSED: $case_name"
