@@ -46,7 +46,8 @@ int cmd_compare(int argc, char** argv) {
         "and the speed-up of each method over the baseline method.\n"
         "  --suite S     suite file (default datasets/suites/smoke.json)\n"
         "  --methods M   comma-separated methods (default single,round-robin,human)\n"
-        "  --baseline M  method the speed-ups are relative to (default single)\n"
+        "  --baseline M  one of the methods; speed-ups are relative to it (default single, else the\n"
+        "                first method)\n"
         "  --references  also simulate the reference placements the suite lists\n"
         "  --profile F   device profile JSON for the cost model (default: built-in)\n"
         "  --json        print one JSON object instead of the table\n");
@@ -58,7 +59,10 @@ int cmd_compare(int argc, char** argv) {
   if (methods.empty()) throw UsageError("--methods needs at least one method");
   for (const auto& m : methods)
     if (!is_placement_method(m)) throw UsageError("unknown method '" + m + "' in --methods (known: single, round-robin, human)");
-  const std::string baseline = a.get("--baseline", "single");
+  const bool has_single = std::find(methods.begin(), methods.end(), "single") != methods.end();
+  const std::string baseline = a.get("--baseline", has_single ? "single" : methods.front());
+  if (std::find(methods.begin(), methods.end(), baseline) == methods.end())
+    throw UsageError("--baseline '" + baseline + "' is not one of --methods");
   CostModel cost = a.has("--profile") ? CostModel::from_json_file(a.get("--profile")) : CostModel();
 
   std::vector<datasets::SuiteEntry> entries = datasets::load_suite(suite_path);

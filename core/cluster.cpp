@@ -38,9 +38,11 @@ void Cluster::finalize() {
   }
   for (const DeviceSpec& d : devices) {
     if (!(d.peak_fp32_flops > 0) || !(d.mem_bandwidth_Bps > 0) || d.memory_bytes <= 0 ||
-        !(d.peak_fp16_flops > 0) || !(d.launch_overhead_s >= 0))
+        !(d.peak_fp16_flops > 0) || !(d.launch_overhead_s >= 0) || !std::isfinite(d.peak_fp32_flops) ||
+        !std::isfinite(d.peak_fp16_flops) || !std::isfinite(d.mem_bandwidth_Bps) ||
+        !std::isfinite(d.launch_overhead_s))
       throw InputError(who + ": device '" + d.name +
-                       "' needs positive peak flop/s, bandwidth and memory, launch overhead >= 0");
+                       "' needs positive finite peak flop/s, bandwidth and memory, launch overhead >= 0");
   }
   for (size_t l = 0; l < links.size(); ++l) {
     const LinkSpec& k = links[l];
@@ -199,7 +201,7 @@ DeviceSpec device_preset(const std::string& kind) {
 }
 
 Cluster make_cluster_preset(const std::string& preset) {
-  static const std::regex re(R"(([A-Za-z0-9]+)x([0-9]+)-(nvlink|pcie|([0-9]+)node))");
+  static const std::regex re(R"(([A-Za-z0-9]+)x([0-9]{1,4})-(nvlink|pcie|([0-9]{1,4})node))");
   std::smatch m;
   const std::string grammar =
       "expected <kind>x<count>-<topology> with kind in {k80, p100, v100, a100, h100, h200} and "
@@ -227,7 +229,7 @@ Cluster make_cluster_preset(const std::string& preset) {
                        : "gpu" + std::to_string(i);
     c.devices.push_back(d);
   }
-  if (nodes == 1) {
+  if (!m[4].matched) {
     if (topo == "nvlink") wire_nvlink(c, *s, 0, per_node);
     else wire_pcie(c, *s, 0, per_node, "");
   } else {

@@ -28,11 +28,11 @@ Cluster parse_cluster_json(const std::string& text, const std::string& source) {
     DeviceSpec d;
     d.name = sj.string(devs[i], "name", p);
     d.kind = sj.string(devs[i], "kind", p);
-    d.peak_fp32_flops = sj.number(devs[i], "peak_fp32_tflops", p, 1e-9) * 1e12;
-    d.peak_fp16_flops = sj.number(devs[i], "peak_fp16_tflops", p, 1e-9) * 1e12;
-    d.mem_bandwidth_Bps = sj.number(devs[i], "mem_bandwidth_GBps", p, 1e-9) * 1e9;
-    d.memory_bytes = sj.integer(devs[i], "memory_bytes", p, 1);
-    d.launch_overhead_s = sj.number(devs[i], "launch_overhead_us", p) * 1e-6;
+    d.peak_fp32_flops = sj.number(devs[i], "peak_fp32_tflops", p, 1e-9, 1e9) * 1e12;
+    d.peak_fp16_flops = sj.number(devs[i], "peak_fp16_tflops", p, 1e-9, 1e9) * 1e12;
+    d.mem_bandwidth_Bps = sj.number(devs[i], "mem_bandwidth_GBps", p, 1e-9, 1e9) * 1e9;
+    d.memory_bytes = sj.integer(devs[i], "memory_bytes", p, 1, kMaxBytes);
+    d.launch_overhead_s = sj.number(devs[i], "launch_overhead_us", p, 0, 1e9) * 1e-6;
     c.devices.push_back(d);
   }
   if (root.contains("switches")) {
@@ -53,8 +53,8 @@ Cluster parse_cluster_json(const std::string& text, const std::string& source) {
       if (node < 0) sj.fail(json_path(p, end), "refers to unknown device or switch \"" + n + "\"");
       (end[0] == 'a' ? l.a : l.b) = node;
     }
-    l.bandwidth_Bps = sj.number(links[i], "bandwidth_GBps", p, 1e-9) * 1e9;
-    l.latency_s = sj.number(links[i], "latency_us", p) * 1e-6;
+    l.bandwidth_Bps = sj.number(links[i], "bandwidth_GBps", p, 1e-9, 1e9) * 1e9;
+    l.latency_s = sj.number(links[i], "latency_us", p, 0, 1e9) * 1e-6;
     c.links.push_back(l);
   }
   try {
@@ -105,6 +105,7 @@ Placement read_placement_file(const std::string& path, const Graph& g, int32_t n
   json root = sj.parse(read_text_file(path));
   sj.check_header(root, "gdp-placement", kPlacementFormatVersion);
   sj.check_keys(root, "", {"format", "version", "devices", "placement"}, {"graph"});
+  if (root.contains("graph")) sj.string(root, "graph", "");
   int64_t nd = sj.integer(root, "devices", "", 1, INT32_MAX);
   if (nd > num_devices)
     sj.fail("devices", "placement uses " + std::to_string(nd) + " devices but the cluster has " +

@@ -65,7 +65,7 @@ Graph parse_graph_json(const std::string& text, const std::string& source) {
     sj.check_keys(jo, p, {"id", "name", "type", "phase", "outputs", "flops", "bytes_accessed"},
                   {"scope", "param_bytes", "temp_bytes", "measured", "colocation"});
     Op op;
-    op.id = sj.integer(jo, "id", p);
+    op.id = sj.integer(jo, "id", p, 0, INT64_MAX / 4);
     op.name = sj.string(jo, "name", p);
     if (op.name.empty()) sj.fail(json_path(p, "name"), "expected a non-empty string");
     op.type = sj.string(jo, "type", p);
@@ -83,14 +83,14 @@ Graph parse_graph_json(const std::string& text, const std::string& source) {
       std::string dt = sj.string(outs[k], "dtype", q);
       if (!parse_dtype(dt, &t.dtype))
         sj.fail(json_path(q, "dtype"), "expected one of f32, f16, bf16, f64, i32, i64, u8, bool; got \"" + dt + "\"");
-      t.bytes = sj.integer(outs[k], "bytes", q);
+      t.bytes = sj.integer(outs[k], "bytes", q, 0, kMaxBytes);
       op.outputs.push_back(std::move(t));
     }
     op.flops = sj.number(jo, "flops", p);
     op.bytes_accessed = sj.number(jo, "bytes_accessed", p);
     if (jo.contains("scope")) op.scope = sj.string(jo, "scope", p);
-    if (jo.contains("param_bytes")) op.param_bytes = sj.integer(jo, "param_bytes", p);
-    if (jo.contains("temp_bytes")) op.temp_bytes = sj.integer(jo, "temp_bytes", p);
+    if (jo.contains("param_bytes")) op.param_bytes = sj.integer(jo, "param_bytes", p, 0, kMaxBytes);
+    if (jo.contains("temp_bytes")) op.temp_bytes = sj.integer(jo, "temp_bytes", p, 0, kMaxBytes);
     if (jo.contains("colocation")) {
       op.colocation = sj.string(jo, "colocation", p);
       if (op.colocation.empty()) sj.fail(json_path(p, "colocation"), "expected a non-empty group name (omit the key for none)");
@@ -102,7 +102,7 @@ Graph parse_graph_json(const std::string& text, const std::string& source) {
         sj.check_keys(ms[k], q, {"device_kind", "time_s"}, {});
         MeasuredTime mt;
         mt.device_kind = sj.string(ms[k], "device_kind", q);
-        mt.time_s = sj.number(ms[k], "time_s", q);
+        mt.time_s = sj.number(ms[k], "time_s", q, 0, 1e6);
         for (const auto& prev : op.measured)
           if (prev.device_kind == mt.device_kind)
             sj.fail(json_path(q, "device_kind"), "duplicate device kind \"" + mt.device_kind + "\"");
@@ -137,7 +137,7 @@ Graph parse_graph_json(const std::string& text, const std::string& source) {
     if (ed.src_output >= static_cast<int32_t>(s.outputs.size()))
       sj.fail(json_path(p, "output"), "op \"" + s.name + "\" has " + std::to_string(s.outputs.size()) +
                                           " outputs; expected an index below that");
-    ed.bytes = je.contains("bytes") ? sj.integer(je, "bytes", p) : s.outputs[ed.src_output].bytes;
+    ed.bytes = je.contains("bytes") ? sj.integer(je, "bytes", p, 0, kMaxBytes) : s.outputs[ed.src_output].bytes;
     g.add_edge(ed);
   }
   try {

@@ -1,6 +1,7 @@
 // Importer for PipeDream per-layer profiles (graph.txt): each layer becomes a forward op and a
 // backward op with the measured times; see docs/formats.md for the exact mapping.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -25,18 +26,18 @@ struct Layer {
 }
 
 int64_t parse_node_id(const std::string& s, const std::string& src, size_t line) {
-  if (s.rfind("node", 0) != 0 || s.size() == 4) bad(src, line, "expected a node name 'nodeN', got '" + s + "'");
-  char* end = nullptr;
-  long long v = std::strtoll(s.c_str() + 4, &end, 10);
-  if (*end != '\0' || v < 0) bad(src, line, "expected a node name 'nodeN', got '" + s + "'");
-  return v;
+  // "node" then 1 to 9 decimal digits (ids become 2N and 2N+1: no overflow).
+  bool ok = s.rfind("node", 0) == 0 && s.size() > 4 && s.size() <= 13;
+  for (size_t k = 4; ok && k < s.size(); ++k) ok = std::isdigit(static_cast<unsigned char>(s[k])) != 0;
+  if (!ok) bad(src, line, "expected a node name 'nodeN' (N: 1 to 9 digits), got '" + s + "'");
+  return std::stoll(s.substr(4));
 }
 
 double parse_number(const std::string& s, const std::string& field, const std::string& src, size_t line) {
   char* end = nullptr;
   double v = std::strtod(s.c_str(), &end);
-  if (end == s.c_str() || *end != '\0' || !std::isfinite(v) || v < 0)
-    bad(src, line, "field " + field + ": expected a non-negative number, got '" + s + "'");
+  if (s.empty() || end == s.c_str() || *end != '\0' || !std::isfinite(v) || v < 0 || v > 1e15)
+    bad(src, line, "field " + field + ": expected a number in [0, 1e15], got '" + s + "'");
   return v;
 }
 
@@ -48,6 +49,7 @@ double parse_size(std::string s, const std::string& field, const std::string& sr
     double sum = 0;
     std::stringstream ss(s);
     std::string part;
+    if (s.empty() || s.back() == ';') bad(src, line, "field " + field + ": empty list item");
     while (std::getline(ss, part, ';')) {
       part.erase(0, part.find_first_not_of(' '));
       part.erase(part.find_last_not_of(' ') + 1);
@@ -123,7 +125,8 @@ Graph parse_pipedream(const std::string& text, const std::string& src) {
       f.erase(0, f.find_first_not_of(' '));
       size_t eq = f.find('=');
       if (eq == std::string::npos) bad(src, ln, "expected key=value, got '" + f + "'");
-      kv[f.substr(0, eq)] = f.substr(eq + 1);
+      if (!kv.emplace(f.substr(0, eq), f.substr(eq + 1)).second)
+        bad(src, ln, "field " + f.substr(0, eq) + " appears twice");
     }
     for (const char* key : {"forward_compute_time", "backward_compute_time", "activation_size", "parameter_size"})
       if (!kv.count(key)) bad(src, ln, std::string("missing field ") + key);
@@ -155,6 +158,8 @@ Graph parse_pipedream(const std::string& text, const std::string& src) {
     auto [a, b] = links[k];
     if (!layers.count(a) || !layers.count(b))
       bad(src, link_lines[k], "edge refers to an undefined node node" + std::to_string(layers.count(a) ? b : a));
+    if (std::find(preds[b].begin(), preds[b].end(), a) != preds[b].end())
+      bad(src, link_lines[k], "duplicate edge node" + std::to_string(a) + " -- node" + std::to_string(b));
     preds[b].push_back(a);
   }
   auto tensor = [](double bytes) {

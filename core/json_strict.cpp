@@ -2,7 +2,9 @@
 #include "core/json_strict.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <vector>
 
 namespace gdp {
 
@@ -15,8 +17,24 @@ std::string type_name(const nlohmann::json& v) {
 }  // namespace
 
 nlohmann::json StrictJson::parse(const std::string& text) const {
+  // Keys seen in each open object, innermost last: a repeated key would otherwise silently
+  // replace the earlier value.
+  std::vector<std::vector<std::string>> open_keys;
+  auto cb = [&](int, nlohmann::json::parse_event_t ev, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if (ev == E::object_start) open_keys.emplace_back();
+    else if (ev == E::object_end) open_keys.pop_back();
+    else if (ev == E::key && !open_keys.empty()) {
+      const std::string k = parsed.get<std::string>();
+      auto& seen = open_keys.back();
+      if (std::find(seen.begin(), seen.end(), k) != seen.end())
+        throw InputError(source_ + ": invalid JSON: key \"" + k + "\" appears twice in one object");
+      seen.push_back(k);
+    }
+    return true;
+  };
   try {
-    return nlohmann::json::parse(text);
+    return nlohmann::json::parse(text, cb);
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(source_ + ": invalid JSON at byte " + std::to_string(e.byte) + ": " +
                      e.what());
@@ -70,18 +88,23 @@ std::string StrictJson::string(const nlohmann::json& parent, const char* key,
 }
 
 double StrictJson::number_value(const nlohmann::json& v, const std::string& path,
-                                double min_value) const {
+                                double min_value, double max_value) const {
   if (!v.is_number()) fail(path, "expected a number, got " + type_name(v));
   double d = v.get<double>();
   if (!std::isfinite(d)) fail(path, "expected a finite number");
   if (d < min_value)
     fail(path, "expected a number >= " + std::to_string(min_value) + ", got " + v.dump());
+  if (d > max_value) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", max_value);
+    fail(path, std::string("expected a number <= ") + buf + ", got " + v.dump());
+  }
   return d;
 }
 
 double StrictJson::number(const nlohmann::json& parent, const char* key, const std::string& path,
-                          double min_value) const {
-  return number_value(parent.at(key), json_path(path, key), min_value);
+                          double min_value, double max_value) const {
+  return number_value(parent.at(key), json_path(path, key), min_value, max_value);
 }
 
 int64_t StrictJson::integer_value(const nlohmann::json& v, const std::string& path,

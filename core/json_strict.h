@@ -14,11 +14,16 @@
 
 namespace gdp {
 
+// Upper bounds that keep every derived sum (bytes per device, times along a path) finite and
+// free of integer overflow: 2^50 bytes (1 PiB) per field, 1e30 for other numbers.
+constexpr int64_t kMaxBytes = int64_t{1} << 50;
+constexpr double kMaxNumber = 1e30;
+
 class StrictJson {
  public:
   explicit StrictJson(std::string source) : source_(std::move(source)) {}
 
-  // Parses text; syntax errors name the byte offset.
+  // Parses text; syntax errors name the byte offset; a key repeated in one object is an error.
   nlohmann::json parse(const std::string& text) const;
 
   [[noreturn]] void fail(const std::string& path, const std::string& what) const;
@@ -32,10 +37,11 @@ class StrictJson {
   const nlohmann::json& array(const nlohmann::json& parent, const char* key,
                               const std::string& path) const;
   std::string string(const nlohmann::json& parent, const char* key, const std::string& path) const;
-  // Finite number >= min_value.
+  // Finite number in [min_value, max_value].
   double number(const nlohmann::json& parent, const char* key, const std::string& path,
-                double min_value = 0.0) const;
-  double number_value(const nlohmann::json& v, const std::string& path, double min_value = 0.0) const;
+                double min_value = 0.0, double max_value = kMaxNumber) const;
+  double number_value(const nlohmann::json& v, const std::string& path, double min_value = 0.0,
+                      double max_value = kMaxNumber) const;
   // Integer in [min_value, max_value].
   int64_t integer(const nlohmann::json& parent, const char* key, const std::string& path,
                   int64_t min_value = 0, int64_t max_value = INT64_MAX) const;

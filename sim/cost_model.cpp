@@ -2,6 +2,8 @@
 // reader/writer of device profile JSON (equations and defaults in docs/cost-model.md).
 #include "sim/cost_model.h"
 
+#include "core/json_strict.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -284,12 +286,7 @@ json profile_to_json(const DeviceProfile& p) {
 }  // namespace
 
 CostModel CostModel::from_json_text(const std::string& text, const std::string& source) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    fail(source, "", std::string("invalid JSON: ") + e.what());
-  }
+  json j = StrictJson(source).parse(text);  // syntax, overflow and repeated keys
   check_keys(j, source, "", {"format", "version", "profiles"});
   if (!j.at("format").is_string() || j.at("format").get<std::string>() != kProfileFormat)
     fail(source, "format", std::string("expected the string \"") + kProfileFormat + "\"");

@@ -50,7 +50,12 @@ TEST_CASE("core/cluster preset grammar errors are clear", "[core]") {
   CHECK_THROWS_WITH(make_cluster_preset("v100-4"), Catch::Contains("<kind>x<count>-<topology>"));
   CHECK_THROWS_WITH(make_cluster_preset("tpu4x4-nvlink"), Catch::Contains("unknown kind"));
   CHECK_THROWS_WITH(make_cluster_preset("v100x6-4node"), Catch::Contains("multiple of the node count"));
+  CHECK_THROWS_WITH(make_cluster_preset("v100x99999999999999999999-nvlink"), Catch::Contains("<kind>x<count>-<topology>"));
   for (const auto& e : cluster_preset_examples()) CHECK_NOTHROW(make_cluster_preset(e));
+  // One node still means NVLink inside (and a NIC), like every <N>node preset.
+  Cluster one = make_cluster_preset("v100x4-1node");
+  CHECK(one.route(0, 3).size() == 1);
+  CHECK(one.find_node("node0/nic") >= 0);
 }
 
 TEST_CASE("core/cluster json round-trips and is strict", "[core]") {
@@ -88,6 +93,9 @@ TEST_CASE("core/cluster json round-trips and is strict", "[core]") {
   bad.replace(bad.find("\"launch_overhead_us\""), 20, "\"launch_overhead\": 5, \"launch_overhead_us\"");
   CHECK_THAT(err(cl(bad, "")), Catch::Contains("devices[0].launch_overhead") && Catch::Contains("unknown key"));
   CHECK_THAT(err(cl("", "")), Catch::Contains("at least one device"));
+  std::string fast = dev;
+  fast.replace(fast.find("\"peak_fp32_tflops\": 15.7"), 24, "\"peak_fp32_tflops\": 1e300");
+  CHECK_THAT(err(cl(fast, "")), Catch::Contains("devices[0].peak_fp32_tflops") && Catch::Contains("<="));
 }
 
 TEST_CASE("core/placement files round-trip and are strict", "[core]") {

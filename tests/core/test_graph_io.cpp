@@ -263,3 +263,13 @@ TEST_CASE("core/graph finalize rejects cycles built in code", "[core]") {
   g.add_edge(2, 0, 0, 4);
   CHECK_THROWS_WITH(g.finalize(), Catch::Contains("cycle"));
 }
+
+TEST_CASE("core/reader rejects repeated keys and out-of-range sizes", "[core]") {
+  std::string dup = op_json(0, "a");
+  dup.replace(dup.find("\"flops\": 12"), 11, "\"flops\": 12, \"flops\": 13");
+  CHECK_THAT(error_of(graph_json(dup, "")), Catch::Contains("bad.json") && Catch::Contains("\"flops\" appears twice"));
+  std::string huge = op_json(0, "a", ", \"param_bytes\": 6000000000000000000");
+  CHECK_THAT(error_of(graph_json(huge, "")), Catch::Contains("ops[0].param_bytes") && Catch::Contains("expected an integer in"));
+  std::string slow = op_json(0, "a", ", \"measured\": [{\"device_kind\": \"V100\", \"time_s\": 1e308}]");
+  CHECK_THAT(error_of(graph_json(slow, "")), Catch::Contains("ops[0].measured[0].time_s") && Catch::Contains("<="));
+}

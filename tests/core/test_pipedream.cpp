@@ -104,5 +104,16 @@ TEST_CASE("core/pipedream importer rejects malformed input", "[core]") {
   CHECK_THAT(err("node1 -- X -- forward_compute_time=1, backward_compute_time=0, activation_size=1, parameter_size=0\n\tnode1 -- node7\n"),
              Catch::Contains("p.txt:2") && Catch::Contains("node7"));
   CHECK_THAT(err("node1 -- X -- forward_compute_time=-1, backward_compute_time=0, activation_size=1, parameter_size=0\n"),
-             Catch::Contains("non-negative"));
+             Catch::Contains("expected a number in"));
+  const std::string node = "node1 -- X -- forward_compute_time=1, backward_compute_time=0, activation_size=1, parameter_size=0\n";
+  const std::string node2 = "node2 -- X -- forward_compute_time=1, backward_compute_time=0, activation_size=1, parameter_size=0\n";
+  CHECK_THAT(err(node + node2 + "\tnode1 -- node2\n\tnode1 -- node2\n"), Catch::Contains("p.txt:4") && Catch::Contains("duplicate edge"));
+  CHECK_THAT(err("node1 -- X -- forward_compute_time=1, forward_compute_time=2, backward_compute_time=0, activation_size=1, parameter_size=0\n"),
+             Catch::Contains("appears twice"));
+  CHECK_THAT(err("node+1 -- X -- forward_compute_time=1, backward_compute_time=0, activation_size=1, parameter_size=0\n"),
+             Catch::Contains("nodeN"));
+  CHECK_THAT(err("node1 -- X -- forward_compute_time=1, backward_compute_time=0, activation_size=[1.0;], parameter_size=0\n"),
+             Catch::Contains("empty list item"));
+  CHECK_THAT(err("node1 -- X -- forward_compute_time=1, backward_compute_time=0, activation_size=1e30, parameter_size=0\n"),
+             Catch::Contains("activation_size"));
 }
