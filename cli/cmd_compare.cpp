@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -90,15 +91,23 @@ int cmd_compare(int argc, char** argv) {
       have[k] = true;
     }
     // One simulator state per thread; placements of one graph in parallel.
+    // Exceptions may not leave the OpenMP region: keep the first, rethrow it afterwards.
+    std::exception_ptr error;
 #pragma omp parallel for schedule(dynamic)
     for (int64_t k = 0; k < static_cast<int64_t>(columns.size()); ++k) {
       if (!have[k]) continue;
-      auto state = sim.make_state();
-      SimResult r = sim.run(ps[k], *state);
-      table[i][k] = Cell{r.valid, r.step_time_s, r.reason};
-      if (!r.valid) table[i][k].step_s = INFINITY;
-      if (r.valid) table[i][k].reason.clear();
+      try {
+        auto state = sim.make_state();
+        SimResult r = sim.run(ps[k], *state);
+        table[i][k] = Cell{r.valid, r.step_time_s, r.reason};
+        if (!r.valid) table[i][k].step_s = INFINITY;
+        if (r.valid) table[i][k].reason.clear();
+      } catch (...) {
+#pragma omp critical(gdp_compare_error)
+        if (!error) error = std::current_exception();
+      }
     }
+    if (error) std::rethrow_exception(error);
     for (size_t k = 0; k < columns.size(); ++k)
       if (!have[k]) table[i][k].reason = "n/a";
   }

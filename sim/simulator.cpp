@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
@@ -435,12 +436,23 @@ double Simulator::step_time(const Placement& p, SimState& state) const {
 std::vector<double> Simulator::step_times(const std::vector<Placement>& ps) const {
   std::vector<double> out(ps.size(), kInf);
   const int64_t n = static_cast<int64_t>(ps.size());
+  // An exception may not leave an OpenMP region (it would terminate the program): the first
+  // one is kept and rethrown on the calling thread.
+  std::exception_ptr error;
 #pragma omp parallel if (n > 1)
   {
     SimState st(*prog_);
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t k = 0; k < n; ++k) out[k] = step_time(ps[k], st);
+    for (int64_t k = 0; k < n; ++k) {
+      try {
+        out[k] = step_time(ps[k], st);
+      } catch (...) {
+#pragma omp critical(gdp_step_times_error)
+        if (!error) error = std::current_exception();
+      }
+    }
   }
+  if (error) std::rethrow_exception(error);
   return out;
 }
 
