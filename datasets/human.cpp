@@ -97,18 +97,32 @@ Placement finish(const Graph& g, std::vector<int32_t> dev) {
   return p;
 }
 
-// Forward ops cut into `parts` contiguous stages of the topological order, by forward flops.
+// Forward ops cut into `parts` contiguous stages of the topological order, balanced by
+// forward flops; graphs without flops (imported profiles) are balanced by their measured
+// times, and graphs with neither by op count.
 std::vector<int32_t> stage_split(const Graph& g, int32_t parts) {
   std::vector<int32_t> dev(g.num_ops(), -1);
+  double total_flops = 0, total_measured = 0;
+  for (const Op& o : g.ops())
+    if (o.phase == Phase::forward) {
+      total_flops += o.flops;
+      if (!o.measured.empty()) total_measured += o.measured[0].time_s;
+    }
+  auto weight = [&](const Op& o) {
+    if (total_flops > 0) return o.flops;
+    if (total_measured > 0) return o.measured.empty() ? 0.0 : o.measured[0].time_s;
+    return 1.0;
+  };
   double total = 0;
   for (const Op& o : g.ops())
-    if (o.phase == Phase::forward) total += o.flops;
+    if (o.phase == Phase::forward) total += weight(o);
   double acc = 0;
   for (int32_t op : g.topo_order()) {
     const Op& o = g.op(op);
     if (o.phase != Phase::forward) continue;
-    double mid = acc + 0.5 * o.flops;
-    acc += o.flops;
+    const double w = weight(o);
+    double mid = acc + 0.5 * w;
+    acc += w;
     int32_t s = total > 0 ? static_cast<int32_t>(mid / total * parts) : 0;
     dev[op] = std::min(s, parts - 1);
   }

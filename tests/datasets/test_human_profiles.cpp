@@ -1,0 +1,47 @@
+// Human placement and suites on real measured graphs (PipeDream profiles in ../shared): graphs
+// without flops are staged by their measured times when they do not fit one GPU.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <set>
+
+#include "core/io.h"
+#include "datasets/human.h"
+#include "datasets/suite.h"
+#include "sim/simulator.h"
+#include "test_paths.h"
+
+using namespace gdp;
+
+TEST_CASE("datasets/human placement stages an imported profile that does not fit one GPU", "[datasets]") {
+  if (!test::shared_available()) {
+    WARN("SKIPPED: ../shared/data/pipedream-profiles not found next to the checkout");
+    return;
+  }
+  Graph g = read_graph_file(test::shared_dir() + "/data/pipedream-profiles/image_classification/resnet50.txt");
+  Cluster c = make_cluster_preset("v100x4-nvlink");
+  Simulator sim(g, c, CostModel());
+  REQUIRE_FALSE(sim.run(place_single(g, 0)).valid);  // 16 GiB is not enough at batch 128
+  datasets::HumanPlacementInfo info;
+  Placement p = datasets::human_placement(g, c, &info);
+  SimResult r = sim.run(p);
+  CHECK(r.valid);
+  CHECK(info.strategy == "stages");
+  CHECK(info.devices_used >= 2);
+  std::set<int32_t> used(p.device.begin(), p.device.end());
+  CHECK(used.size() >= 2);
+}
+
+TEST_CASE("datasets/pipedream suite loads the shared profiles", "[datasets]") {
+  if (!test::shared_available()) {
+    WARN("SKIPPED: ../shared/data/pipedream-profiles not found next to the checkout");
+    return;
+  }
+  auto entries = datasets::load_suite(test::source_dir() + "/datasets/suites/pipedream.json");
+  REQUIRE(entries.size() == 8);
+  for (const auto& e : entries) {
+    INFO(e.name);
+    Simulator sim(e.graph, e.cluster, CostModel());
+    CHECK(sim.run(datasets::human_placement(e.graph, e.cluster)).valid);
+  }
+}
