@@ -3,6 +3,8 @@
 
 #include <stdexcept>
 
+#include "nn/ops_internal.h"
+
 namespace gdp::nn {
 
 namespace {
@@ -15,7 +17,7 @@ NoGradGuard::~NoGradGuard() { t_grad_enabled = previous_; }
 
 template <typename T>
 BasicTensor<T>& VarNode<T>::grad_buffer() {
-  if (!grad.defined()) grad = BasicTensor<T>(value.shape());
+  if (!grad.defined()) grad = BasicTensor<T>(value.shape(), value.device());
   return grad;
 }
 
@@ -57,7 +59,13 @@ void BasicTape<T>::backward(const BasicVar<T>& out, const BasicTensor<T>& seed, 
     return;  // nothing upstream needs a gradient
   }
   VarNode<T>& node = *out.node();
-  if (!node.grad.defined()) {
+  const Device device = out.value().device();
+  if (device != Device::cpu) {
+    // Device outputs (cuda): the seed is copied over, accumulation is an add on the device.
+    const BasicTensor<T> s = seed.device() == device ? seed.clone() : seed.to_device(device);
+    if (!node.grad.defined()) node.grad = s;
+    else detail::accumulate(node.grad, s);
+  } else if (!node.grad.defined()) {
     node.grad = seed.clone();
   } else {
     const BasicTensor<T> s = seed.contiguous();

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "nn/kernels.h"
+#include "nn/ops_internal.h"
 #include "nn/sampling.h"
 
 namespace gdp::nn {
@@ -42,6 +43,14 @@ BasicVar<T> segment_mean(const BasicVar<T>& x, const std::shared_ptr<const Adjac
   require(x.ndim() == 2 && x.dim(0) == adj->num_nodes(),
           "segment_mean: x must be (N, C) with N = " + std::to_string(adj->num_nodes()) +
               ", got " + shape_str(x.shape()));
+#ifdef GDP_HAVE_CUDA
+  if constexpr (std::is_same_v<T, float>)
+    if (detail::on_device<T>({&x})) {
+      const Csr& rows = rows_of(*adj, dir);
+      return detail::cuda_ops::segment_mean(x, rows.row_ptr, rows.col_idx);
+    }
+#endif
+  detail::require_cpu<T>("segment_mean", {&x});
   const int32_t N = static_cast<int32_t>(x.dim(0)), C = static_cast<int32_t>(x.dim(1));
   const BasicTensor<T> xv = contiguous_value(x);
   BasicTensor<T> out = BasicTensor<T>::empty({N, C});  // overwritten by the kernel
@@ -67,6 +76,14 @@ BasicVar<T> segment_max(const BasicVar<T>& x, const std::shared_ptr<const Adjace
   require(x.ndim() == 2 && x.dim(0) == adj->num_nodes(),
           "segment_max: x must be (N, C) with N = " + std::to_string(adj->num_nodes()) +
               ", got " + shape_str(x.shape()));
+#ifdef GDP_HAVE_CUDA
+  if constexpr (std::is_same_v<T, float>)
+    if (detail::on_device<T>({&x})) {
+      const Csr& rows = rows_of(*adj, dir);
+      return detail::cuda_ops::segment_max(x, rows.row_ptr, rows.col_idx);
+    }
+#endif
+  detail::require_cpu<T>("segment_max", {&x});
   const int32_t N = static_cast<int32_t>(x.dim(0)), C = static_cast<int32_t>(x.dim(1));
   const BasicTensor<T> xv = contiguous_value(x);
   BasicTensor<T> out = BasicTensor<T>::empty({N, C});

@@ -4,8 +4,9 @@
 //
 // Dimension letters: N = rows (flattened leading dims), C = channels (last dim), B = batch,
 // M/K/P = matmul dims, V = vocabulary rows of an embedding table.
-// Device dispatch: every op checks its inputs' device at one place (require_cpu in ops.cpp);
-// a CUDA path plugs in there later.
+// Device dispatch: every op checks its inputs' device at one place (nn/ops_internal.h): float
+// cuda tensors take the cuda path of the ported ops (nn/ops_cuda.cpp, builds with GDP_HAVE_CUDA),
+// other ops throw naming the op (require_cpu).
 #pragma once
 
 #include <cstdint>

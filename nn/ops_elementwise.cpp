@@ -37,6 +37,14 @@ void accumulate(BasicTensor<T>& dst, const BasicTensor<T>& src) {
   if (dst.numel() != src.numel())
     throw std::logic_error("nn: gradient accumulation with mismatched sizes " +
                            shape_str(dst.shape()) + " and " + shape_str(src.shape()));
+#ifdef GDP_HAVE_CUDA
+  if constexpr (std::is_same_v<T, float>) {
+    if (dst.device() != Device::cpu || src.device() != Device::cpu) {
+      cuda_ops::accumulate(dst, src);
+      return;
+    }
+  }
+#endif
   const BasicTensor<T> s = src.contiguous();
   T* d = dst.data();
   const T* p = s.data();
@@ -247,6 +255,10 @@ template <typename T>
 BasicVar<T> binary(BinOp op, const char* name, const BasicVar<T>& a, const BasicVar<T>& b) {
   detail::require_defined(name, a, "a");
   detail::require_defined(name, b, "b");
+#ifdef GDP_HAVE_CUDA
+  if constexpr (std::is_same_v<T, float>)
+    if (detail::on_device<T>({&a, &b})) return detail::cuda_ops::binary(name, a, b);
+#endif
   detail::require_cpu<T>(name, {&a, &b});
   const Shape out_shape = broadcast_shapes(a.shape(), b.shape());
   const BasicTensor<T> av = a.value().contiguous(), bv = b.value().contiguous();
@@ -296,6 +308,10 @@ BasicVar<T> binary(BinOp op, const char* name, const BasicVar<T>& a, const Basic
 template <typename T, typename Fwd, typename Bwd>
 BasicVar<T> unary(const char* name, const BasicVar<T>& x, Fwd fwd, Bwd bwd, bool uses_output) {
   detail::require_defined(name, x, "x");
+#ifdef GDP_HAVE_CUDA
+  if constexpr (std::is_same_v<T, float>)
+    if (detail::on_device<T>({&x})) return detail::cuda_ops::unary(name, x);
+#endif
   detail::require_cpu<T>(name, {&x});
   const BasicTensor<T> xv = x.value().contiguous();
   BasicTensor<T> y = BasicTensor<T>::empty(xv.shape());

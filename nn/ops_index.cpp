@@ -23,6 +23,10 @@ void check_index(const char* op, const std::vector<int64_t>& index, int64_t boun
 template <typename T>
 BasicVar<T> gather_impl(const char* name, const BasicVar<T>& x, const std::vector<int64_t>& index) {
   detail::require_defined(name, x, "x");
+#ifdef GDP_HAVE_CUDA
+  if constexpr (std::is_same_v<T, float>)
+    if (detail::on_device<T>({&x})) return detail::cuda_ops::gather(name, x, index);
+#endif
   detail::require_cpu<T>(name, {&x});
   const BasicTensor<T> xv = x.value().contiguous();
   if (xv.ndim() < 1) throw std::invalid_argument(std::string("nn::") + name + ": x needs rank >= 1");
@@ -62,6 +66,10 @@ template <typename T>
 BasicVar<T> scatter_add_rows(const BasicVar<T>& src, const std::vector<int64_t>& index,
                              int64_t num_rows) {
   detail::require_defined("scatter_add_rows", src, "src");
+#ifdef GDP_HAVE_CUDA
+  if constexpr (std::is_same_v<T, float>)
+    if (detail::on_device<T>({&src})) return detail::cuda_ops::scatter_add_rows(src, index, num_rows);
+#endif
   detail::require_cpu<T>("scatter_add_rows", {&src});
   const BasicTensor<T> sv = src.value().contiguous();
   if (sv.ndim() < 1 || sv.dim(0) != static_cast<int64_t>(index.size()))

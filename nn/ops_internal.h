@@ -7,6 +7,8 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "nn/autograd.h"
 #include "nn/tensor.h"
@@ -16,7 +18,7 @@ namespace gdp::nn::detail {
 template <typename T>
 using NodePtr = std::shared_ptr<VarNode<T>>;
 
-// The single device dispatch point of every op: today only the CPU kernels exist.
+// The device check of every op: ops without a cuda path throw here for non-cpu inputs.
 template <typename T>
 void require_cpu(const char* op, std::initializer_list<const BasicVar<T>*> inputs) {
   for (const auto* v : inputs) {
@@ -26,6 +28,36 @@ void require_cpu(const char* op, std::initializer_list<const BasicVar<T>*> input
                                device_name(v->value().device()) + " backend for this op");
   }
 }
+
+// True when any defined input lives off the CPU: the op then takes its cuda path (float, builds
+// with GDP_HAVE_CUDA), which requires every input on the device.
+template <typename T>
+bool on_device(std::initializer_list<const BasicVar<T>*> inputs) {
+  for (const auto* v : inputs)
+    if (v->defined() && v->value().device() != Device::cpu) return true;
+  return false;
+}
+
+#ifdef GDP_HAVE_CUDA
+// The cuda paths of the ported ops (nn/ops_cuda.cpp), float only. Each checks that all inputs
+// are cuda tensors and throws std::runtime_error naming the op for what it does not support.
+namespace cuda_ops {
+Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b);
+Var linear(const Var& x, const Var& w, const Var& bias);
+Var binary(const char* op, const Var& a, const Var& b);  // add, sub, mul, div
+Var unary(const char* op, const Var& x);  // relu, gelu, tanh, sigmoid, exp, log
+Var row_op(const char* op, const Var& x);  // softmax, log_softmax
+Var layer_norm(const Var& x, const Var& weight, const Var& bias, float eps);
+Var sum_axis(const char* op, const Var& x, int64_t axis, bool keepdim, bool is_mean);  // last axis
+Var sum_all(const char* op, const Var& x, bool is_mean);
+Var gather(const char* op, const Var& x, const std::vector<int64_t>& index);  // gather_rows, embedding
+Var scatter_add_rows(const Var& src, const std::vector<int64_t>& index, int64_t num_rows);
+// CSR over the rows of x (R = row_ptr.size() - 1 output rows).
+Var segment_mean(const Var& x, const std::vector<int32_t>& row_ptr, const std::vector<int32_t>& col_idx);
+Var segment_max(const Var& x, const std::vector<int32_t>& row_ptr, const std::vector<int32_t>& col_idx);
+void accumulate(Tensor& dst, const Tensor& src);  // dst += src on the device
+}  // namespace cuda_ops
+#endif
 
 template <typename T>
 void require_defined(const char* op, const BasicVar<T>& v, const char* what) {

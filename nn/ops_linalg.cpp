@@ -30,6 +30,10 @@ template <typename T>
 BasicVar<T> matmul(const BasicVar<T>& a, const BasicVar<T>& b, bool trans_a, bool trans_b) {
   detail::require_defined("matmul", a, "a");
   detail::require_defined("matmul", b, "b");
+#ifdef GDP_HAVE_CUDA
+  if constexpr (std::is_same_v<T, float>)
+    if (detail::on_device<T>({&a, &b})) return detail::cuda_ops::matmul(a, b, trans_a, trans_b);
+#endif
   detail::require_cpu<T>("matmul", {&a, &b});
   const BasicTensor<T> av = a.value().contiguous(), bv = b.value().contiguous();
   const Shape &as = av.shape(), &bs = bv.shape();
@@ -102,6 +106,10 @@ template <typename T>
 BasicVar<T> linear(const BasicVar<T>& x, const BasicVar<T>& w, const BasicVar<T>& bias) {
   detail::require_defined("linear", x, "x");
   detail::require_defined("linear", w, "w");
+#ifdef GDP_HAVE_CUDA
+  if constexpr (std::is_same_v<T, float>)
+    if (detail::on_device<T>({&x, &w, &bias})) return detail::cuda_ops::linear(x, w, bias);
+#endif
   detail::require_cpu<T>("linear", {&x, &w, &bias});
   const BasicTensor<T> xv = x.value().contiguous(), wv = w.value().contiguous();
   if (wv.ndim() != 2 || xv.ndim() < 1 || xv.shape().back() != wv.dim(1))

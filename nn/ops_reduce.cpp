@@ -37,6 +37,10 @@ template <typename T>
 BasicVar<T> sum_axis_scaled(const char* name, const BasicVar<T>& x, int64_t axis, bool keepdim,
                             bool is_mean) {
   detail::require_defined(name, x, "x");
+#ifdef GDP_HAVE_CUDA
+  if constexpr (std::is_same_v<T, float>)
+    if (detail::on_device<T>({&x})) return detail::cuda_ops::sum_axis(name, x, axis, keepdim, is_mean);
+#endif
   detail::require_cpu<T>(name, {&x});
   const BasicTensor<T> xv = x.value().contiguous();
   const AxisView v = axis_view(xv.shape(), axis, keepdim, name);
@@ -83,6 +87,10 @@ BasicVar<T> sum_axis_scaled(const char* name, const BasicVar<T>& x, int64_t axis
 template <typename T>
 BasicVar<T> sum_all_scaled(const char* name, const BasicVar<T>& x, bool is_mean) {
   detail::require_defined(name, x, "x");
+#ifdef GDP_HAVE_CUDA
+  if constexpr (std::is_same_v<T, float>)
+    if (detail::on_device<T>({&x})) return detail::cuda_ops::sum_all(name, x, is_mean);
+#endif
   detail::require_cpu<T>(name, {&x});
   const BasicTensor<T> xv = x.value().contiguous();
   const int64_t n = xv.numel();

@@ -12,6 +12,10 @@ using detail::NodePtr;
 template <typename T, typename Fwd, typename Bwd>
 BasicVar<T> row_op(const char* name, const BasicVar<T>& x, Fwd fwd, Bwd bwd) {
   detail::require_defined(name, x, "x");
+#ifdef GDP_HAVE_CUDA
+  if constexpr (std::is_same_v<T, float>)
+    if (detail::on_device<T>({&x})) return detail::cuda_ops::row_op(name, x);
+#endif
   detail::require_cpu<T>(name, {&x});
   const BasicTensor<T> xv = x.value().contiguous();
   if (xv.ndim() < 1) throw std::invalid_argument(std::string("nn::") + name + ": needs rank >= 1");
@@ -44,6 +48,10 @@ BasicVar<T> layer_norm(const BasicVar<T>& x, const BasicVar<T>& weight, const Ba
   detail::require_defined("layer_norm", x, "x");
   detail::require_defined("layer_norm", weight, "weight");
   detail::require_defined("layer_norm", bias, "bias");
+#ifdef GDP_HAVE_CUDA
+  if constexpr (std::is_same_v<T, float>)
+    if (detail::on_device<T>({&x, &weight, &bias})) return detail::cuda_ops::layer_norm(x, weight, bias, eps);
+#endif
   detail::require_cpu<T>("layer_norm", {&x, &weight, &bias});
   const BasicTensor<T> xv = x.value().contiguous(), wv = weight.value().contiguous(),
                        bv = bias.value().contiguous();

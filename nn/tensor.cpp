@@ -9,11 +9,21 @@
 #include <unordered_map>
 #include <sstream>
 #include <stdexcept>
+#include <type_traits>
+
+#ifdef GDP_HAVE_CUDA
+#include "cuda/kernels.h"
+#endif
 
 namespace gdp::nn {
 
 namespace {
+#ifdef GDP_HAVE_CUDA
+// Built with the CUDA backend: device storage comes from cuda/ unless another allocator is set.
+DeviceAllocator g_cuda_allocator{&gdp::cuda::device_alloc, &gdp::cuda::device_free};
+#else
 DeviceAllocator g_cuda_allocator;
+#endif
 constexpr size_t kAlignBytes = 64;
 
 // CPU blocks of at least kCacheMinBytes are kept on release and handed out again for the same
@@ -78,7 +88,11 @@ void* allocate_bytes(size_t bytes, Device device, bool zero_fill = true) {
   }
   if (!g_cuda_allocator.allocate)
     throw std::runtime_error("nn::Storage: no allocator registered for device cuda");
-  return g_cuda_allocator.allocate(bytes);
+  void* p = g_cuda_allocator.allocate(bytes);
+#ifdef GDP_HAVE_CUDA
+  if (zero_fill && p && bytes > 0) gdp::cuda::fill_zero(p, bytes);
+#endif
+  return p;
 }
 
 void release_bytes(void* p, size_t bytes, Device device) {
@@ -95,6 +109,37 @@ void release_bytes(void* p, size_t bytes, Device device) {
 void require_cpu(Device d, const char* what) {
   if (d != Device::cpu)
     throw std::runtime_error(std::string("nn::Tensor::") + what + ": only cpu tensors supported");
+}
+
+// Copies n contiguous elements between devices (any pair; cuda only for float with CUDA built).
+template <typename T>
+void copy_elements(T* dst, Device dst_device, const T* src, Device src_device, size_t n) {
+  if (n == 0) return;
+  if (dst_device == Device::cpu && src_device == Device::cpu) {
+    std::memcpy(dst, src, n * sizeof(T));
+    return;
+  }
+#ifdef GDP_HAVE_CUDA
+  if constexpr (std::is_same_v<T, float>) {
+    if (dst_device == Device::cuda && src_device == Device::cpu) gdp::cuda::copy_to_device(dst, src, n);
+    else if (dst_device == Device::cpu) gdp::cuda::copy_to_host(dst, src, n);
+    else gdp::cuda::scale_forward(dst, src, 1.0f, n);  // device to device
+    return;
+  } else {
+    throw std::runtime_error("nn::Tensor: cuda tensors are float only");
+  }
+#else
+  (void)dst;
+  (void)src;
+  throw std::runtime_error("nn::Tensor: built without the CUDA backend");
+#endif
+}
+
+// A fresh contiguous tensor of this shape on device, left uninitialized.
+template <typename T>
+BasicTensor<T> uninitialized_on(const Shape& shape, Device device) {
+  return BasicTensor<T>(std::make_shared<Storage<T>>(shape_numel(shape), device, false), 0, shape,
+                        contiguous_strides(shape));
 }
 }  // namespace
 
@@ -235,6 +280,7 @@ bool BasicTensor<T>::is_contiguous() const {
 
 template <typename T>
 T& BasicTensor<T>::at(std::initializer_list<int64_t> index) {
+  require_cpu(device(), "at");
   if (static_cast<int64_t>(index.size()) != ndim())
     throw std::out_of_range("Tensor::at: rank mismatch for shape " + shape_str(shape_));
   int64_t off = 0, i = 0;
@@ -255,6 +301,7 @@ template <typename T>
 T BasicTensor<T>::item() const {
   if (numel_ != 1)
     throw std::invalid_argument("Tensor::item: tensor has shape " + shape_str(shape_));
+  if (device() != Device::cpu) return cpu().item();
   return data()[0];
 }
 
@@ -298,7 +345,13 @@ BasicTensor<T> BasicTensor<T>::contiguous() const {
 
 template <typename T>
 BasicTensor<T> BasicTensor<T>::clone() const {
-  require_cpu(device(), "clone");
+  if (device() != Device::cpu) {
+    if (!is_contiguous())
+      throw std::runtime_error("nn::Tensor::clone: strided copies are cpu only");
+    BasicTensor out = uninitialized_on<T>(shape_, device());
+    copy_elements(out.data(), device(), data(), device(), static_cast<size_t>(numel_));
+    return out;
+  }
   BasicTensor out(shape_);
   if (is_contiguous()) {
     std::memcpy(out.data(), data(), static_cast<size_t>(numel_) * sizeof(T));
@@ -324,6 +377,7 @@ BasicTensor<T> BasicTensor<T>::clone() const {
 template <typename T>
 template <typename U>
 BasicTensor<U> BasicTensor<T>::cast() const {
+  require_cpu(device(), "cast");
   const BasicTensor c = contiguous();
   BasicTensor<U> out(shape_);
   for (int64_t i = 0; i < numel_; ++i) out[i] = static_cast<U>(c[i]);
@@ -331,8 +385,32 @@ BasicTensor<U> BasicTensor<T>::cast() const {
 }
 
 template <typename T>
+BasicTensor<T> BasicTensor<T>::to_device(Device target) const {
+  if (device() == target) return *this;
+  if (!defined()) throw std::invalid_argument("nn::Tensor::to_device: undefined tensor");
+  const BasicTensor src = device() == Device::cpu ? contiguous() : *this;
+  if (!src.is_contiguous())
+    throw std::runtime_error("nn::Tensor::to_device: strided device tensors cannot be copied");
+  BasicTensor out = uninitialized_on<T>(shape_, target);
+  copy_elements(out.data(), target, src.data(), device(), static_cast<size_t>(numel_));
+  return out;
+}
+
+template <typename T>
 void BasicTensor<T>::fill(T value) {
-  require_cpu(device(), "fill");
+  if (device() != Device::cpu) {
+    if (!is_contiguous()) throw std::runtime_error("nn::Tensor::fill: strided device tensor");
+    if (numel_ == 0) return;
+#ifdef GDP_HAVE_CUDA
+    if (value == T(0)) {
+      gdp::cuda::fill_zero(data(), static_cast<size_t>(numel_) * sizeof(T));
+      return;
+    }
+#endif
+    const std::vector<T> host(static_cast<size_t>(numel_), value);
+    copy_elements(data(), device(), host.data(), Device::cpu, host.size());
+    return;
+  }
   if (is_contiguous()) {
     std::fill(data(), data() + numel_, value);
     return;
@@ -357,12 +435,19 @@ void BasicTensor<T>::copy_from(const BasicTensor& src) {
     throw std::invalid_argument("Tensor::copy_from: " + shape_str(src.shape()) + " into " +
                                 shape_str(shape_));
   if (!is_contiguous()) throw std::invalid_argument("Tensor::copy_from: destination not contiguous");
+  if (device() != Device::cpu || src.device() != Device::cpu) {
+    const BasicTensor s = src.device() == Device::cpu ? src.contiguous() : src;
+    if (!s.is_contiguous()) throw std::invalid_argument("Tensor::copy_from: strided device source");
+    copy_elements(data(), device(), s.data(), s.device(), static_cast<size_t>(numel_));
+    return;
+  }
   const BasicTensor s = src.contiguous();
   std::memcpy(data(), s.data(), static_cast<size_t>(numel_) * sizeof(T));
 }
 
 template <typename T>
 std::vector<T> BasicTensor<T>::to_vector() const {
+  if (device() != Device::cpu) return cpu().to_vector();
   const BasicTensor c = contiguous();
   return std::vector<T>(c.data(), c.data() + numel_);
 }
@@ -405,7 +490,7 @@ double max_abs_diff(const BasicTensor<T>& a, const BasicTensor<T>& b) {
   if (a.shape() != b.shape())
     throw std::invalid_argument("max_abs_diff: shapes " + shape_str(a.shape()) + " and " +
                                 shape_str(b.shape()));
-  const BasicTensor<T> ac = a.contiguous(), bc = b.contiguous();
+  const BasicTensor<T> ac = a.cpu().contiguous(), bc = b.cpu().contiguous();
   double m = 0.0;
   for (int64_t i = 0; i < ac.numel(); ++i)
     m = std::max(m, std::abs(static_cast<double>(ac[i]) - static_cast<double>(bc[i])));

@@ -13,8 +13,9 @@
 //
 // Layout: row-major. Ops always produce contiguous outputs; views (reshape of a contiguous tensor,
 // parameters inside the flat ParameterBuffer, transpose_view) share the storage. Storage carries a
-// Device {cpu, cuda}; only cpu is implemented in nn/, a CUDA allocator can be registered from
-// outside (nn/ never includes cuda/).
+// Device {cpu, cuda}. In builds with GDP_HAVE_CUDA, cuda storage comes from cuda/ (float tensors;
+// to_device / cpu() copy, a set of ops runs there: docs/nn.md "CUDA tensors"); otherwise a CUDA
+// allocator can be registered from outside.
 #pragma once
 
 #include <Eigen/Core>
@@ -124,6 +125,11 @@ class BasicTensor {
   BasicTensor clone() const;       // always a fresh contiguous copy
   template <typename U>
   BasicTensor<U> cast() const;  // float <-> double, contiguous copy
+
+  // Device copies (float only for cuda, in builds with GDP_HAVE_CUDA): a fresh contiguous tensor
+  // on `device`, or itself when already there. cpu() copies to the host.
+  BasicTensor to_device(Device device) const;
+  BasicTensor cpu() const { return to_device(Device::cpu); }
 
   void fill(T value);
   void zero() { fill(T(0)); }

@@ -1,0 +1,514 @@
+// The cuda paths of the ported ops (float only; compiled when GDP_HAVE_CUDA): forward with the
+// kernels of cuda/kernels.h, and closures that ACCUMULATE into the device gradients, mirroring the
+// CPU ops in ops_*.cpp and graph_ops.cpp. Every input must live on the device; sizes must fit the
+// kernels' int arguments. Declared in nn/ops_internal.h (detail::cuda_ops).
+#ifdef GDP_HAVE_CUDA
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cuda/kernels.h"
+#include "nn/ops.h"
+#include "nn/ops_internal.h"
+
+namespace gdp::nn::detail::cuda_ops {
+
+namespace {
+
+using NodeF = std::shared_ptr<VarNode<float>>;
+using IndexBuffer = std::shared_ptr<const gdp::cuda::DeviceIndexBuffer>;
+
+[[noreturn]] void fail(const char* op, const std::string& why) {
+  throw std::runtime_error(std::string("nn::") + op + " (cuda): " + why);
+}
+
+void require_cuda(const char* op, std::initializer_list<const Var*> inputs) {
+  for (const Var* v : inputs)
+    if (v->defined() && v->value().device() != Device::cuda)
+      fail(op, std::string("all inputs must be cuda tensors, got a ") + device_name(v->value().device()) +
+                   " one");
+}
+
+// Device tensors of the cuda path must be contiguous (no strided device copies).
+Tensor dense(const char* op, const Var& v) {
+  const Tensor& t = v.value();
+  if (!t.is_contiguous()) fail(op, "strided (non-contiguous) device tensors are not supported");
+  return t;
+}
+
+int to_int(const char* op, int64_t n) {
+  if (n < 0 || n > INT_MAX) fail(op, "size " + std::to_string(n) + " does not fit the kernels' int");
+  return static_cast<int>(n);
+}
+
+Tensor device_empty(const Shape& shape) {
+  return Tensor(std::make_shared<Storage<float>>(shape_numel(shape), Device::cuda, false), 0, shape,
+                contiguous_strides(shape));
+}
+
+float* grad_of(const NodeF& n) { return n && n->requires_grad ? n->grad_buffer().data() : nullptr; }
+
+// dst (n) += src (n) on the device.
+void add_into(float* dst, const float* src, int64_t n) {
+  if (n > 0) gdp::cuda::add_backward(dst, nullptr, src, 1, static_cast<int>(n), false);
+}
+
+IndexBuffer upload_index(const char* op, const std::vector<int64_t>& index, int64_t bound) {
+  std::vector<int> host(index.size());
+  for (size_t i = 0; i < index.size(); ++i) {
+    if (index[i] < 0 || index[i] >= bound)
+      fail(op, "index " + std::to_string(index[i]) + " out of range [0, " + std::to_string(bound) + ")");
+    host[i] = static_cast<int>(index[i]);
+  }
+  auto buf = std::make_shared<gdp::cuda::DeviceIndexBuffer>(host.size());
+  if (!host.empty()) buf->upload(host.data());
+  return buf;
+}
+
+IndexBuffer upload_int32(const std::vector<int32_t>& v) {
+  auto buf = std::make_shared<gdp::cuda::DeviceIndexBuffer>(v.size());
+  if (!v.empty()) buf->upload(reinterpret_cast<const int*>(v.data()));
+  return buf;
+}
+
+}  // namespace
+
+void accumulate(Tensor& dst, const Tensor& src) {
+  if (dst.numel() != src.numel())
+    throw std::logic_error("nn: gradient accumulation with mismatched sizes " + shape_str(dst.shape()) +
+                           " and " + shape_str(src.shape()));
+  if (dst.device() != Device::cuda || !dst.is_contiguous())
+    fail("accumulate", "destination must be a contiguous cuda tensor");
+  const Tensor s = src.device() == Device::cuda ? src : src.to_device(Device::cuda);
+  if (!s.is_contiguous()) fail("accumulate", "strided device source");
+  add_into(dst.data(), s.data(), dst.numel());
+}
+
+// ---- matmul / linear ---------------------------------------------------------------------------
+
+namespace {
+// Row-major out (M, P) (+)= op(a) @ op(b), batched with element strides.
+void gemm_batched(float* out, const float* a, const float* b, int batch, int M, int K, int P, bool ta,
+                  bool tb, bool accumulate, long long sa, long long sb, long long so) {
+  if (M == 0 || P == 0) return;
+  if (K == 0) return;  // the product is zero: nothing to add (forward outputs are zero-filled)
+  const float beta = accumulate ? 1.0f : 0.0f;
+  if (batch == 1) gdp::cuda::gemm(out, a, b, M, P, K, ta, tb, 1.0f, beta);
+  else if (batch > 1) gdp::cuda::gemm_strided_batched(out, a, b, batch, M, P, K, ta, tb, 1.0f, beta, sa, sb, so);
+}
+}  // namespace
+
+Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b) {
+  require_cuda("matmul", {&a, &b});
+  const Tensor av = dense("matmul", a), bv = dense("matmul", b);
+  const Shape &as = av.shape(), &bs = bv.shape();
+  auto bad = [&](const std::string& why) {
+    throw std::invalid_argument("nn::matmul: " + why + " (a " + shape_str(as) + (trans_a ? "^T" : "") +
+                                ", b " + shape_str(bs) + (trans_b ? "^T" : "") + ")");
+  };
+  if (as.size() < 2 && !(as.size() >= 1 && bs.size() == 2 && !trans_a)) bad("a needs rank >= 2");
+  if (bs.size() < 2) bad("b needs rank >= 2");
+  const int64_t K = trans_b ? bs[bs.size() - 1] : bs[bs.size() - 2];
+  const int64_t P = trans_b ? bs[bs.size() - 2] : bs[bs.size() - 1];
+  int64_t batch = 1, M = 0;
+  Shape out_shape;
+  if (bs.size() == 2) {
+    if (trans_a) {
+      if (as.size() != 2) bad("trans_a with a 2-D b needs a 2-D a");
+      if (as[0] != K) bad("inner dims differ");
+      M = as[1];
+      out_shape = {M, P};
+    } else {
+      if (as.back() != K) bad("inner dims differ");
+      M = shape_numel(Shape(as.begin(), as.end() - 1));
+      out_shape = Shape(as.begin(), as.end() - 1);
+      out_shape.push_back(P);
+    }
+  } else {
+    if (as.size() != bs.size()) bad("batched matmul needs equal ranks");
+    for (size_t i = 0; i + 2 < as.size(); ++i) {
+      if (as[i] != bs[i]) bad("batch dims differ");
+      batch *= as[i];
+    }
+    const int64_t ak = trans_a ? as[as.size() - 2] : as.back();
+    if (ak != K) bad("inner dims differ");
+    M = trans_a ? as.back() : as[as.size() - 2];
+    out_shape = Shape(as.begin(), as.end() - 2);
+    out_shape.push_back(M);
+    out_shape.push_back(P);
+  }
+  const int iM = to_int("matmul", M), iK = to_int("matmul", K), iP = to_int("matmul", P),
+            ib = to_int("matmul", batch);
+  const long long sa = static_cast<long long>(M) * K, sb = static_cast<long long>(K) * P,
+                  so = static_cast<long long>(M) * P;
+  Tensor y(out_shape, Device::cuda);  // zeros (K == 0 leaves them)
+  gemm_batched(y.data(), av.data(), bv.data(), ib, iM, iK, iP, trans_a, trans_b, false, sa, sb, so);
+  const bool rg = needs_grad<float>({&a, &b});
+  Var out(std::move(y), rg);
+  if (!rg) return out;
+  NodeF an = a.node(), bn = b.node();
+  record(out, [=](Tensor& g) {
+    float* da = grad_of(an);
+    float* db = grad_of(bn);
+    if (da) {
+      if (!trans_a)  // (M,K) += dout @ op(b)^T
+        gemm_batched(da, g.data(), bv.data(), ib, iM, iP, iK, false, !trans_b, true, so, sb, sa);
+      else  // (K,M) += op(b) @ dout^T
+        gemm_batched(da, bv.data(), g.data(), ib, iK, iP, iM, trans_b, true, true, sb, so, sa);
+    }
+    if (db) {
+      if (!trans_b)  // (K,P) += op(a)^T @ dout
+        gemm_batched(db, av.data(), g.data(), ib, iK, iM, iP, !trans_a, false, true, sa, so, sb);
+      else  // (P,K) += dout^T @ op(a)
+        gemm_batched(db, g.data(), av.data(), ib, iP, iM, iK, true, trans_a, true, so, sa, sb);
+    }
+  });
+  return out;
+}
+
+Var linear(const Var& x, const Var& w, const Var& bias) {
+  require_cuda("linear", {&x, &w, &bias});
+  const Tensor xv = dense("linear", x), wv = dense("linear", w);
+  if (wv.ndim() != 2 || xv.ndim() < 1 || xv.shape().back() != wv.dim(1))
+    throw std::invalid_argument("nn::linear: x " + shape_str(xv.shape()) + " and w " + shape_str(wv.shape()) +
+                                " (want x (..., IN), w (OUT, IN))");
+  const bool has_bias = bias.defined();
+  const int64_t IN = wv.dim(1), OUT = wv.dim(0), N = shape_numel(Shape(xv.shape().begin(), xv.shape().end() - 1));
+  Tensor bv;
+  if (has_bias) {
+    bv = dense("linear", bias);
+    if (bv.numel() != OUT || bv.ndim() != 1)
+      throw std::invalid_argument("nn::linear: bias " + shape_str(bv.shape()) + " for OUT = " + std::to_string(OUT));
+  }
+  const int iN = to_int("linear", N), iIN = to_int("linear", IN), iOUT = to_int("linear", OUT);
+  Shape out_shape = xv.shape();
+  out_shape.back() = OUT;
+  Tensor y(out_shape, Device::cuda);
+  gemm_batched(y.data(), xv.data(), wv.data(), 1, iN, iIN, iOUT, false, true, false, 0, 0, 0);
+  if (has_bias && N > 0 && OUT > 0) {
+    Tensor xw = y;
+    y = device_empty(out_shape);
+    gdp::cuda::add_forward(y.data(), xw.data(), bv.data(), iN, iOUT, true);
+  }
+  const bool rg = needs_grad<float>({&x, &w, &bias});
+  Var out(std::move(y), rg);
+  if (!rg) return out;
+  NodeF xn = x.node(), wn = w.node(), bn = has_bias ? bias.node() : nullptr;
+  record(out, [=](Tensor& g) {
+    if (float* dx = grad_of(xn))  // (N, IN) += g (N, OUT) @ w (OUT, IN)
+      gemm_batched(dx, g.data(), wv.data(), 1, iN, iOUT, iIN, false, false, true, 0, 0, 0);
+    if (float* dw = grad_of(wn))  // (OUT, IN) += g^T @ x
+      gemm_batched(dw, g.data(), xv.data(), 1, iOUT, iN, iIN, true, false, true, 0, 0, 0);
+    if (float* db = grad_of(bn))
+      if (iN > 0 && iOUT > 0) gdp::cuda::add_backward(nullptr, db, g.data(), iN, iOUT, true);
+  });
+  return out;
+}
+
+// ---- element-wise ------------------------------------------------------------------------------
+
+Var binary(const char* op, const Var& a, const Var& b) {
+  require_cuda(op, {&a, &b});
+  const std::string name = op;
+  if (name != "add" && name != "sub" && name != "mul" && name != "div")
+    fail(op, "op not ported to cuda (ported binary ops: add, sub, mul, div)");
+  const Tensor av = dense(op, a), bv = dense(op, b);
+  const Shape out_shape = broadcast_shapes(av.shape(), bv.shape());
+  // Supported: equal shapes, or b a row (its dims all 1 but the last, which equals a's last dim).
+  bool b_is_row = false;
+  if (av.shape() != bv.shape()) {
+    const bool row = out_shape == av.shape() && av.ndim() >= 1 && bv.ndim() >= 1 &&
+                     bv.shape().back() == av.shape().back() && bv.numel() == av.shape().back();
+    if (!row)
+      fail(op, "only equal shapes or a row-broadcast b are supported, got a " + shape_str(av.shape()) +
+                   " and b " + shape_str(bv.shape()));
+    b_is_row = true;
+  }
+  const int64_t C = av.ndim() == 0 ? 1 : av.shape().back();
+  const int64_t N = C == 0 ? 0 : av.numel() / C;
+  const int iN = to_int(op, N), iC = to_int(op, C);
+  Tensor y = device_empty(out_shape);
+  if (iN > 0 && iC > 0) {
+    if (name == "add") gdp::cuda::add_forward(y.data(), av.data(), bv.data(), iN, iC, b_is_row);
+    else if (name == "sub") gdp::cuda::sub_forward(y.data(), av.data(), bv.data(), iN, iC, b_is_row);
+    else if (name == "mul") gdp::cuda::mul_forward(y.data(), av.data(), bv.data(), iN, iC, b_is_row);
+    else gdp::cuda::div_forward(y.data(), av.data(), bv.data(), iN, iC, b_is_row);
+  }
+  const bool rg = needs_grad<float>({&a, &b});
+  Var out(std::move(y), rg);
+  if (!rg) return out;
+  NodeF an = a.node(), bn = b.node();
+  record(out, [=](Tensor& g) {
+    float* da = grad_of(an);
+    float* db = grad_of(bn);
+    if ((!da && !db) || iN == 0 || iC == 0) return;
+    if (name == "add") gdp::cuda::add_backward(da, db, g.data(), iN, iC, b_is_row);
+    else if (name == "sub") gdp::cuda::sub_backward(da, db, g.data(), iN, iC, b_is_row);
+    else if (name == "mul") gdp::cuda::mul_backward(da, db, g.data(), av.data(), bv.data(), iN, iC, b_is_row);
+    else gdp::cuda::div_backward(da, db, g.data(), av.data(), bv.data(), iN, iC, b_is_row);
+  });
+  return out;
+}
+
+Var unary(const char* op, const Var& x) {
+  require_cuda(op, {&x});
+  using Fwd = void (*)(float*, const float*, std::size_t);
+  using Bwd = void (*)(float*, const float*, const float*, std::size_t);
+  const std::string name = op;
+  Fwd fwd = nullptr;
+  Bwd bwd = nullptr;
+  bool uses_output = false;
+  if (name == "relu") fwd = gdp::cuda::relu_forward, bwd = gdp::cuda::relu_backward;
+  else if (name == "gelu") fwd = gdp::cuda::gelu_forward, bwd = gdp::cuda::gelu_backward;
+  else if (name == "log") fwd = gdp::cuda::log_forward, bwd = gdp::cuda::log_backward;
+  else if (name == "tanh") fwd = gdp::cuda::tanh_forward, bwd = gdp::cuda::tanh_backward, uses_output = true;
+  else if (name == "sigmoid") fwd = gdp::cuda::sigmoid_forward, bwd = gdp::cuda::sigmoid_backward, uses_output = true;
+  else if (name == "exp") fwd = gdp::cuda::exp_forward, bwd = gdp::cuda::exp_backward, uses_output = true;
+  else fail(op, "op not ported to cuda (ported unary ops: relu, gelu, tanh, sigmoid, exp, log)");
+  const Tensor xv = dense(op, x);
+  const std::size_t n = static_cast<std::size_t>(xv.numel());
+  Tensor y = device_empty(xv.shape());
+  if (n > 0) fwd(y.data(), xv.data(), n);
+  const bool rg = needs_grad<float>({&x});
+  Var out(y, rg);
+  if (!rg) return out;
+  NodeF xn = x.node();
+  const Tensor saved = uses_output ? y : xv;
+  record(out, [xn, saved, bwd, n](Tensor& g) {
+    if (float* dx = grad_of(xn))
+      if (n > 0) bwd(dx, saved.data(), g.data(), n);
+  });
+  return out;
+}
+
+// ---- row ops -----------------------------------------------------------------------------------
+
+Var row_op(const char* op, const Var& x) {
+  require_cuda(op, {&x});
+  const std::string name = op;
+  if (name != "softmax" && name != "log_softmax")
+    fail(op, "op not ported to cuda (ported row ops: softmax, log_softmax)");
+  const bool is_log = name == "log_softmax";
+  const Tensor xv = dense(op, x);
+  if (xv.ndim() < 1) throw std::invalid_argument(std::string("nn::") + op + ": needs rank >= 1");
+  const int64_t C = xv.shape().back(), N = C == 0 ? 0 : xv.numel() / C;
+  const int iN = to_int(op, N), iC = to_int(op, C);
+  Tensor y = device_empty(xv.shape());
+  if (iN > 0 && iC > 0) {
+    if (is_log) gdp::cuda::log_softmax_forward(y.data(), xv.data(), iN, iC);
+    else gdp::cuda::softmax_forward(y.data(), xv.data(), iN, iC);
+  }
+  const bool rg = needs_grad<float>({&x});
+  Var out(y, rg);
+  if (!rg) return out;
+  NodeF xn = x.node();
+  record(out, [xn, y, is_log, iN, iC](Tensor& g) {
+    float* dx = grad_of(xn);
+    if (!dx || iN == 0 || iC == 0) return;
+    if (is_log) gdp::cuda::log_softmax_backward(dx, y.data(), g.data(), iN, iC);
+    else gdp::cuda::softmax_backward(dx, y.data(), g.data(), iN, iC);
+  });
+  return out;
+}
+
+Var layer_norm(const Var& x, const Var& weight, const Var& bias, float eps) {
+  require_cuda("layer_norm", {&x, &weight, &bias});
+  const Tensor xv = dense("layer_norm", x), wv = dense("layer_norm", weight), bv = dense("layer_norm", bias);
+  if (xv.ndim() < 1) throw std::invalid_argument("nn::layer_norm: x needs rank >= 1");
+  const int64_t C = xv.shape().back(), N = C == 0 ? 0 : xv.numel() / C;
+  if (wv.numel() != C || bv.numel() != C)
+    throw std::invalid_argument("nn::layer_norm: x " + shape_str(xv.shape()) + ", weight " +
+                                shape_str(wv.shape()) + ", bias " + shape_str(bv.shape()));
+  const int iN = to_int("layer_norm", N), iC = to_int("layer_norm", C);
+  Tensor y = device_empty(xv.shape());
+  Tensor mean = device_empty({N}), rstd = device_empty({N});
+  if (iN > 0 && iC > 0)
+    gdp::cuda::layernorm_forward(y.data(), mean.data(), rstd.data(), xv.data(), wv.data(), bv.data(), iN, iC, eps);
+  const bool rg = needs_grad<float>({&x, &weight, &bias});
+  Var out(std::move(y), rg);
+  if (!rg) return out;
+  NodeF xn = x.node(), wn = weight.node(), bn = bias.node();
+  record(out, [=](Tensor& g) {
+    float* dx = grad_of(xn);
+    float* dw = grad_of(wn);
+    float* db = grad_of(bn);
+    if (iN == 0 || iC == 0) return;
+    if (dx) {
+      gdp::cuda::layernorm_backward(dx, dw, db, g.data(), xv.data(), wv.data(), mean.data(), rstd.data(), iN, iC);
+    } else if (dw || db) {  // the kernel always writes dx: give it a scratch buffer
+      Tensor scratch = device_empty(xv.shape());
+      gdp::cuda::layernorm_backward(scratch.data(), dw, db, g.data(), xv.data(), wv.data(), mean.data(),
+                                    rstd.data(), iN, iC);
+    }
+  });
+  return out;
+}
+
+// ---- reductions --------------------------------------------------------------------------------
+
+Var sum_axis(const char* op, const Var& x, int64_t axis, bool keepdim, bool is_mean) {
+  require_cuda(op, {&x});
+  const Tensor xv = dense(op, x);
+  const int64_t a = normalize_axis(axis, xv.ndim(), op);
+  if (a != xv.ndim() - 1) fail(op, "only the last axis is supported on cuda");
+  const int64_t C = xv.shape().back(), N = shape_numel(Shape(xv.shape().begin(), xv.shape().end() - 1));
+  Shape out_shape(xv.shape().begin(), xv.shape().end() - 1);
+  if (keepdim) out_shape.push_back(1);
+  const int iN = to_int(op, N), iC = to_int(op, C);
+  Tensor y(out_shape, Device::cuda);  // zeros (C == 0 leaves them)
+  if (iN > 0 && iC > 0) {
+    if (is_mean) gdp::cuda::mean_forward(y.data(), xv.data(), iN, iC);
+    else gdp::cuda::sum_forward(y.data(), xv.data(), iN, iC);
+  }
+  const bool rg = needs_grad<float>({&x});
+  Var out(std::move(y), rg);
+  if (!rg) return out;
+  NodeF xn = x.node();
+  record(out, [xn, is_mean, iN, iC](Tensor& g) {
+    float* dx = grad_of(xn);
+    if (!dx || iN == 0 || iC == 0) return;
+    if (is_mean) gdp::cuda::mean_backward(dx, g.data(), iN, iC);
+    else gdp::cuda::sum_backward(dx, g.data(), iN, iC);
+  });
+  return out;
+}
+
+Var sum_all(const char* op, const Var& x, bool is_mean) {
+  require_cuda(op, {&x});
+  const Tensor xv = dense(op, x);
+  const std::size_t n = static_cast<std::size_t>(xv.numel());
+  const float factor = is_mean ? 1.0f / static_cast<float>(n) : 1.0f;
+  Tensor y({}, Device::cuda);  // zeros
+  if (n > 0) {
+    gdp::cuda::sum_all_forward(y.data(), xv.data(), n);
+    if (is_mean) gdp::cuda::scale_forward(y.data(), y.data(), factor, 1);
+  }
+  const bool rg = needs_grad<float>({&x});
+  Var out(std::move(y), rg);
+  if (!rg) return out;
+  NodeF xn = x.node();
+  record(out, [xn, is_mean, factor, n](Tensor& g) {
+    float* dx = grad_of(xn);
+    if (!dx || n == 0) return;
+    if (!is_mean) {
+      gdp::cuda::sum_all_backward(dx, g.data(), n);
+      return;
+    }
+    Tensor scaled = device_empty({});
+    gdp::cuda::scale_forward(scaled.data(), g.data(), factor, 1);
+    gdp::cuda::sum_all_backward(dx, scaled.data(), n);
+  });
+  return out;
+}
+
+// ---- indexing ----------------------------------------------------------------------------------
+
+Var gather(const char* op, const Var& x, const std::vector<int64_t>& index) {
+  require_cuda(op, {&x});
+  const std::string name = op;
+  const bool is_embedding = name == "embedding";
+  const Tensor xv = dense(op, x);
+  if (xv.ndim() < 1) throw std::invalid_argument(std::string("nn::") + op + ": x needs rank >= 1");
+  const int64_t R = xv.dim(0), C = R == 0 ? 0 : xv.numel() / R;
+  IndexBuffer idx = upload_index(op, index, R);
+  const int64_t M = static_cast<int64_t>(index.size());
+  const int iM = to_int(op, M), iC = to_int(op, C);
+  to_int(op, R);
+  Shape out_shape = xv.shape();
+  out_shape[0] = M;
+  Tensor y = device_empty(out_shape);
+  if (iM > 0 && iC > 0) {
+    if (is_embedding) gdp::cuda::embedding_forward(y.data(), xv.data(), idx->data(), iM, iC);
+    else gdp::cuda::gather_rows(y.data(), xv.data(), idx->data(), iM, iC);
+  }
+  const bool rg = needs_grad<float>({&x});
+  Var out(std::move(y), rg);
+  if (!rg) return out;
+  NodeF xn = x.node();
+  record(out, [xn, idx, is_embedding, iM, iC](Tensor& g) {
+    float* dx = grad_of(xn);
+    if (!dx || iM == 0 || iC == 0) return;
+    if (is_embedding) gdp::cuda::embedding_backward(dx, g.data(), idx->data(), iM, iC);
+    else gdp::cuda::scatter_add_rows(dx, g.data(), idx->data(), iM, iC);
+  });
+  return out;
+}
+
+Var scatter_add_rows(const Var& src, const std::vector<int64_t>& index, int64_t num_rows) {
+  require_cuda("scatter_add_rows", {&src});
+  const Tensor sv = dense("scatter_add_rows", src);
+  if (sv.ndim() < 1 || sv.dim(0) != static_cast<int64_t>(index.size()))
+    throw std::invalid_argument("nn::scatter_add_rows: src " + shape_str(sv.shape()) + " with " +
+                                std::to_string(index.size()) + " indices");
+  if (num_rows < 0) throw std::invalid_argument("nn::scatter_add_rows: negative num_rows");
+  IndexBuffer idx = upload_index("scatter_add_rows", index, num_rows);
+  const int64_t N = sv.dim(0), C = shape_numel(Shape(sv.shape().begin() + 1, sv.shape().end()));
+  const int iN = to_int("scatter_add_rows", N), iC = to_int("scatter_add_rows", C);
+  to_int("scatter_add_rows", num_rows);
+  Shape out_shape = sv.shape();
+  out_shape[0] = num_rows;
+  Tensor y(out_shape, Device::cuda);  // zeros
+  if (iN > 0 && iC > 0) gdp::cuda::scatter_add_rows(y.data(), sv.data(), idx->data(), iN, iC);
+  const bool rg = needs_grad<float>({&src});
+  Var out(std::move(y), rg);
+  if (!rg) return out;
+  NodeF sn = src.node();
+  record(out, [sn, idx, iN, iC](Tensor& g) {
+    float* ds = grad_of(sn);
+    if (!ds || iN == 0 || iC == 0) return;
+    // d src[i] += d out[index[i]]: a gather into scratch, then added.
+    Tensor rows = device_empty({static_cast<int64_t>(iN), static_cast<int64_t>(iC)});
+    gdp::cuda::gather_rows(rows.data(), g.data(), idx->data(), iN, iC);
+    add_into(ds, rows.data(), static_cast<int64_t>(iN) * iC);
+  });
+  return out;
+}
+
+// ---- CSR segments (graph_ops) ------------------------------------------------------------------
+
+namespace {
+Var segment_op(const char* op, const Var& x, const std::vector<int32_t>& row_ptr,
+               const std::vector<int32_t>& col_idx, bool is_max) {
+  require_cuda(op, {&x});
+  const Tensor xv = dense(op, x);
+  if (xv.ndim() != 2) throw std::invalid_argument(std::string("nn::") + op + ": x must be (N, C)");
+  if (row_ptr.empty()) throw std::invalid_argument(std::string("nn::") + op + ": empty row_ptr");
+  const int R = to_int(op, static_cast<int64_t>(row_ptr.size()) - 1), C = to_int(op, xv.dim(1));
+  to_int(op, xv.dim(0));
+  IndexBuffer rp = upload_int32(row_ptr), ci = upload_int32(col_idx);
+  Tensor y = device_empty({static_cast<int64_t>(R), static_cast<int64_t>(C)});
+  std::shared_ptr<gdp::cuda::DeviceIndexBuffer> argmax;
+  if (is_max) argmax = std::make_shared<gdp::cuda::DeviceIndexBuffer>(static_cast<std::size_t>(R) * C);
+  if (R > 0 && C > 0) {
+    if (is_max) gdp::cuda::segment_max_forward(y.data(), argmax->data(), xv.data(), rp->data(), ci->data(), R, C);
+    else gdp::cuda::segment_mean_forward(y.data(), xv.data(), rp->data(), ci->data(), R, C);
+  }
+  const bool rg = needs_grad<float>({&x});
+  Var out(std::move(y), rg);
+  if (!rg) return out;
+  NodeF xn = x.node();
+  record(out, [xn, rp, ci, argmax, is_max, R, C](Tensor& g) {
+    float* dx = grad_of(xn);
+    if (!dx || R == 0 || C == 0) return;
+    if (is_max) gdp::cuda::segment_max_backward(dx, g.data(), argmax->data(), R, C);
+    else gdp::cuda::segment_mean_backward(dx, g.data(), rp->data(), ci->data(), R, C);
+  });
+  return out;
+}
+}  // namespace
+
+Var segment_mean(const Var& x, const std::vector<int32_t>& row_ptr, const std::vector<int32_t>& col_idx) {
+  return segment_op("segment_mean", x, row_ptr, col_idx, false);
+}
+Var segment_max(const Var& x, const std::vector<int32_t>& row_ptr, const std::vector<int32_t>& col_idx) {
+  return segment_op("segment_max", x, row_ptr, col_idx, true);
+}
+
+}  // namespace gdp::nn::detail::cuda_ops
+
+#endif  // GDP_HAVE_CUDA
