@@ -105,6 +105,7 @@ BasicVar<T> segment_max(const BasicVar<T>& x, const std::shared_ptr<const Adjace
 template <typename T>
 BasicVar<T> sage_layer(const BasicVar<T>& x, const BasicVar<T>& w, const BasicVar<T>& b,
                        const std::shared_ptr<const Adjacency>& adj, bool relu_act) {
+  detail::require_cpu<T>("sage_layer", {&x, &w, &b});
   require(x.ndim() == 2 && x.dim(0) == adj->num_nodes(),
           "sage_layer: x must be (N, C) with N = " + std::to_string(adj->num_nodes()) +
               ", got " + shape_str(x.shape()));
@@ -189,6 +190,7 @@ template <typename T>
 BasicVar<T> rel_attention(const BasicVar<T>& q, const BasicVar<T>& k, const BasicVar<T>& v,
                           const BasicVar<T>& rk, const BasicVar<T>& u, const BasicVar<T>& vb,
                           const RelAttentionDims& d) {
+  detail::require_cpu<T>("rel_attention", {&q, &k, &v, &rk, &u, &vb});
   d.validate();
   auto check = [&](const BasicVar<T>& t, int64_t rows, const char* name) {
     const Shape want = rows < 0 ? Shape{d.D()} : Shape{rows, d.D()};
@@ -229,6 +231,7 @@ BasicVar<T> rel_attention(const BasicVar<T>& q, const BasicVar<T>& k, const Basi
 
 template <typename T>
 BasicVar<T> categorical_log_prob(const BasicVar<T>& logits, const std::vector<int32_t>& actions) {
+  detail::require_cpu<T>("categorical_log_prob", {&logits});
   require(logits.ndim() == 2 && logits.dim(0) == static_cast<int64_t>(actions.size()),
           "categorical_log_prob: logits must be (N, A) with N = actions.size() = " +
               std::to_string(actions.size()) + ", got " + shape_str(logits.shape()));
@@ -250,6 +253,7 @@ BasicVar<T> categorical_log_prob(const BasicVar<T>& logits, const std::vector<in
 
 template <typename T>
 BasicVar<T> categorical_entropy(const BasicVar<T>& logits) {
+  detail::require_cpu<T>("categorical_entropy", {&logits});
   require(logits.ndim() == 2, "categorical_entropy: logits must be (N, A), got " +
                                   shape_str(logits.shape()));
   const int32_t N = static_cast<int32_t>(logits.dim(0)), A = static_cast<int32_t>(logits.dim(1));
