@@ -106,42 +106,9 @@ void gemm_batched(float* out, const float* a, const float* b, int batch, int M, 
 Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b) {
   require_cuda("matmul", {&a, &b});
   const Tensor av = dense("matmul", a), bv = dense("matmul", b);
-  const Shape &as = av.shape(), &bs = bv.shape();
-  auto bad = [&](const std::string& why) {
-    throw std::invalid_argument("nn::matmul: " + why + " (a " + shape_str(as) + (trans_a ? "^T" : "") +
-                                ", b " + shape_str(bs) + (trans_b ? "^T" : "") + ")");
-  };
-  if (as.size() < 2 && !(as.size() >= 1 && bs.size() == 2 && !trans_a)) bad("a needs rank >= 2");
-  if (bs.size() < 2) bad("b needs rank >= 2");
-  const int64_t K = trans_b ? bs[bs.size() - 1] : bs[bs.size() - 2];
-  const int64_t P = trans_b ? bs[bs.size() - 2] : bs[bs.size() - 1];
-  int64_t batch = 1, M = 0;
-  Shape out_shape;
-  if (bs.size() == 2) {
-    if (trans_a) {
-      if (as.size() != 2) bad("trans_a with a 2-D b needs a 2-D a");
-      if (as[0] != K) bad("inner dims differ");
-      M = as[1];
-      out_shape = {M, P};
-    } else {
-      if (as.back() != K) bad("inner dims differ");
-      M = shape_numel(Shape(as.begin(), as.end() - 1));
-      out_shape = Shape(as.begin(), as.end() - 1);
-      out_shape.push_back(P);
-    }
-  } else {
-    if (as.size() != bs.size()) bad("batched matmul needs equal ranks");
-    for (size_t i = 0; i + 2 < as.size(); ++i) {
-      if (as[i] != bs[i]) bad("batch dims differ");
-      batch *= as[i];
-    }
-    const int64_t ak = trans_a ? as[as.size() - 2] : as.back();
-    if (ak != K) bad("inner dims differ");
-    M = trans_a ? as.back() : as[as.size() - 2];
-    out_shape = Shape(as.begin(), as.end() - 2);
-    out_shape.push_back(M);
-    out_shape.push_back(P);
-  }
+  const MatmulDims md = matmul_dims(av.shape(), bv.shape(), trans_a, trans_b);
+  const int64_t batch = md.batch, M = md.M, K = md.K, P = md.P;
+  const Shape& out_shape = md.out_shape;
   const int iM = to_int("matmul", M), iK = to_int("matmul", K), iP = to_int("matmul", P),
             ib = to_int("matmul", batch);
   const long long sa = static_cast<long long>(M) * K, sb = static_cast<long long>(K) * P,

@@ -85,4 +85,49 @@ void record(const BasicVar<T>& out, Fn&& fn) {
   });
 }
 
+// Shapes of y = op(a) @ op(b) (CPU and CUDA paths share this): a (..., M, K) batched with b of
+// equal rank, or a (..., K) times a 2-D b (leading dims of a flattened into M). Throws
+// std::invalid_argument naming both shapes.
+struct MatmulDims {
+  int64_t batch = 1, M = 0, K = 0, P = 0;
+  Shape out_shape;
+};
+inline MatmulDims matmul_dims(const Shape& as, const Shape& bs, bool trans_a, bool trans_b) {
+  auto fail = [&](const std::string& why) {
+    throw std::invalid_argument("nn::matmul: " + why + " (a " + shape_str(as) + (trans_a ? "^T" : "") +
+                                ", b " + shape_str(bs) + (trans_b ? "^T" : "") + ")");
+  };
+  if (as.size() < 2 && !(as.size() >= 1 && bs.size() == 2 && !trans_a)) fail("a needs rank >= 2");
+  if (bs.size() < 2) fail("b needs rank >= 2");
+  MatmulDims d;
+  d.K = trans_b ? bs[bs.size() - 1] : bs[bs.size() - 2];
+  d.P = trans_b ? bs[bs.size() - 2] : bs[bs.size() - 1];
+  if (bs.size() == 2) {
+    if (trans_a) {
+      if (as.size() != 2) fail("trans_a with a 2-D b needs a 2-D a");
+      if (as[0] != d.K) fail("inner dims differ");
+      d.M = as[1];
+      d.out_shape = {d.M, d.P};
+    } else {
+      if (as.back() != d.K) fail("inner dims differ");
+      d.out_shape = Shape(as.begin(), as.end() - 1);
+      d.M = shape_numel(d.out_shape);
+      d.out_shape.push_back(d.P);
+    }
+  } else {
+    if (as.size() != bs.size()) fail("batched matmul needs equal ranks");
+    for (size_t i = 0; i + 2 < as.size(); ++i) {
+      if (as[i] != bs[i]) fail("batch dims differ");
+      d.batch *= as[i];
+    }
+    const int64_t ak = trans_a ? as[as.size() - 2] : as.back();
+    if (ak != d.K) fail("inner dims differ");
+    d.M = trans_a ? as.back() : as[as.size() - 2];
+    d.out_shape = Shape(as.begin(), as.end() - 2);
+    d.out_shape.push_back(d.M);
+    d.out_shape.push_back(d.P);
+  }
+  return d;
+}
+
 }  // namespace gdp::nn::detail

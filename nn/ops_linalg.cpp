@@ -36,43 +36,9 @@ BasicVar<T> matmul(const BasicVar<T>& a, const BasicVar<T>& b, bool trans_a, boo
 #endif
   detail::require_cpu<T>("matmul", {&a, &b});
   const BasicTensor<T> av = a.value().contiguous(), bv = b.value().contiguous();
-  const Shape &as = av.shape(), &bs = bv.shape();
-  auto fail = [&](const std::string& why) {
-    throw std::invalid_argument("nn::matmul: " + why + " (a " + shape_str(as) + (trans_a ? "^T" : "") +
-                                ", b " + shape_str(bs) + (trans_b ? "^T" : "") + ")");
-  };
-  if (as.size() < 2 && !(as.size() >= 1 && bs.size() == 2 && !trans_a)) fail("a needs rank >= 2");
-  if (bs.size() < 2) fail("b needs rank >= 2");
-  const int64_t K = trans_b ? bs[bs.size() - 1] : bs[bs.size() - 2];
-  const int64_t P = trans_b ? bs[bs.size() - 2] : bs[bs.size() - 1];
-  int64_t batch = 1, M = 0;
-  Shape out_shape;
-  if (bs.size() == 2) {
-    if (trans_a) {
-      if (as.size() != 2) fail("trans_a with a 2-D b needs a 2-D a");
-      if (as[0] != K) fail("inner dims differ");
-      M = as[1];
-      out_shape = {M, P};
-    } else {
-      if (as.back() != K) fail("inner dims differ");
-      M = av.numel() / std::max<int64_t>(K, 1);
-      if (K == 0) M = shape_numel(Shape(as.begin(), as.end() - 1));
-      out_shape = Shape(as.begin(), as.end() - 1);
-      out_shape.push_back(P);
-    }
-  } else {
-    if (as.size() != bs.size()) fail("batched matmul needs equal ranks");
-    for (size_t i = 0; i + 2 < as.size(); ++i) {
-      if (as[i] != bs[i]) fail("batch dims differ");
-      batch *= as[i];
-    }
-    const int64_t ak = trans_a ? as[as.size() - 2] : as.back();
-    if (ak != K) fail("inner dims differ");
-    M = trans_a ? as.back() : as[as.size() - 2];
-    out_shape = Shape(as.begin(), as.end() - 2);
-    out_shape.push_back(M);
-    out_shape.push_back(P);
-  }
+  const detail::MatmulDims md = detail::matmul_dims(av.shape(), bv.shape(), trans_a, trans_b);
+  const int64_t batch = md.batch, M = md.M, K = md.K, P = md.P;
+  const Shape& out_shape = md.out_shape;
   BasicTensor<T> y = BasicTensor<T>::empty(out_shape);
   const int64_t sa = M * K, sb = K * P, so = M * P;
   if (batch == 1) {
