@@ -148,11 +148,15 @@ def main():
     ours = {}
     if args.compare:
         with open(args.compare) as f:
+            runs = {}  # the mean over repetitions (--benchmark_repetitions); aggregates skipped
             for b in json.load(f)["benchmarks"]:
+                if b.get("run_type", "iteration") != "iteration":
+                    continue
                 scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b["time_unit"]]
                 parts = b["name"].split("/")  # name[/arg]/min_time:../real_time
                 key = "/".join(p for p in parts[:2] if not p.startswith(("min_time", "real")))
-                ours[key] = b["real_time"] * scale
+                runs.setdefault(key, []).append(b["real_time"] * scale)
+            ours = {k: sum(v) / len(v) for k, v in runs.items()}
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
     print(f"{'block':40s} {'torch ms':>10s} {'iters':>6s} {'ours ms':>10s} {'ours/torch':>10s}")
     for name, (sec, iters) in results.items():

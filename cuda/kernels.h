@@ -101,6 +101,43 @@ void exp_backward(float* dx, const float* y, const float* dout, std::size_t n); 
 void scale_forward(float* out, const float* x, float s, std::size_t n);  // out = s * x
 void scale_backward(float* dx, const float* dout, float s, std::size_t n);
 
+// Parametrised maps on n elements, out = f(x; p0, p1), backward dx += f'(x) * dout (taking the
+// forward INPUT x), as the CPU ops add_scalar/scale/neg/square/sqrt/clamp of nn/ops.h:
+//   affine: p0 * x + p1           f' = p0
+//   square: x * x                 f' = 2x
+//   sqrt:   sqrt(x)               f' = 0.5 / sqrt(x)
+//   clamp:  min(max(x, p0), p1)   f' = 1 where p0 <= x <= p1, else 0
+enum class MapOp { affine, square, sqrt, clamp };
+void map_forward(float* out, const float* x, MapOp op, float p0, float p1, std::size_t n);
+void map_backward(float* dx, const float* x, const float* dout, MapOp op, float p0, float p1, std::size_t n);
+
+// Element-wise minimum / maximum, shapes as the binary ops above (b (N,C) or a row (C)).
+// Backward: the gradient goes to a where a wins or ties (a <= b for min, a >= b for max),
+// else to b; da / db may be nullptr; a row-broadcast db receives column sums.
+void minmax_forward(float* out, const float* a, const float* b, int N, int C, bool b_is_row, bool is_max);
+void minmax_backward(float* da, float* db, const float* dout, const float* a, const float* b, int N, int C,
+                     bool b_is_row, bool is_max);
+
+// ---------------------------------------------------------------- layout: copies, broadcast
+// Strided 2-D block: dst[r * ld_dst + c] = (or += when accumulate) src[r * ld_src + c] for
+// r < rows, c < cols (ld_* >= cols). Slice, concat and their backward passes are such blocks.
+void copy_2d(float* dst, int ld_dst, const float* src, int ld_src, int rows, int cols, bool accumulate);
+// Swap two axes: x viewed as (A, n0, B, n1, C) -> out (A, n1, B, n0, C), i.e.
+// out[a][j][b][i][c] = (or +=) x[a][i][b][j][c]. A transpose of two dims of any tensor, and the
+// split of (S, H, Dh) into heads (H, S, Dh) and back, are such swaps.
+void swap_axes(float* out, const float* x, int A, int n0, int B, int n1, int C, bool accumulate);
+// Broadcast ("expand") of x to a shape of ndim <= kMaxBroadcastDims dims: out (dims...) dense,
+// out[i_0..i_{d-1}] = x[sum_k i_k * x_strides[k]] with stride 0 on the broadcast dims.
+// Backward: dx[sum_k i_k * x_strides[k]] += dout[i...] (atomics: repeated targets add up).
+constexpr int kMaxBroadcastDims = 8;
+struct BroadcastShape {
+  int ndim = 0;
+  int dims[kMaxBroadcastDims] = {};
+  long long x_strides[kMaxBroadcastDims] = {};
+};
+void expand_forward(float* out, const float* x, const BroadcastShape& shape);
+void expand_backward(float* dx, const float* dout, const BroadcastShape& shape);
+
 // ---------------------------------------------------------------- reductions
 // Over the last dim: x (N,C) -> out (N). max also writes argmax (N), the first maximum's
 // column. Backward: dx (N,C) += broadcast dout (N) (/C for mean; only at argmax for max).
@@ -141,6 +178,10 @@ void scatter_add_rows(float* out, const float* src, const int* idx, int M, int C
 // Embedding: out (M,C) = table (V,C) rows idx (M); backward dtable (V,C) += scatter-add.
 void embedding_forward(float* out, const float* table, const int* idx, int M, int C);
 void embedding_backward(float* dtable, const float* dout, const int* idx, int M, int C);
+// One column per row: out (N) = x (N,C) [n, idx[n]] with idx (N) in [0, C); backward
+// dx[n, idx[n]] += dout[n] (the log-probability of chosen actions).
+void take_along_last_forward(float* out, const float* x, const int* idx, int N, int C);
+void take_along_last_backward(float* dx, const float* dout, const int* idx, int N, int C);
 
 // ---------------------------------------------------------------- CSR segments
 // Segment r has the neighbours col_idx[row_ptr[r] .. row_ptr[r+1]) (row_ptr (R+1),
@@ -176,5 +217,13 @@ void attention_forward(float* out, float* att, const float* q, const float* k, c
 void attention_backward(float* dq, float* dk, float* dv, float* dpos_bias, float* scratch, const float* dout,
                         const float* q, const float* k, const float* v, const float* att, int BH, int Tq,
                         int Tk, int D);
+
+// Transformer-XL relative shift (nn/attention.h): the position scores bd (BH,S,P) of query i
+// against relative-position row p become a score term over keys j:
+//   out (BH,S,K) [b,i,j] = scale * bd[b, i, base + i - j]  when 0 <= base + i - j < P, else 0
+// (base = M + rel_offset; with a causal mask the 0s fall on masked keys). Backward: dbd
+// [b, i, base + i - j] += scale * dout[b,i,j] (each (i,j) has its own p: no atomics).
+void rel_shift_forward(float* out, const float* bd, int BH, int S, int K, int P, int base, float scale);
+void rel_shift_backward(float* dbd, const float* dout, int BH, int S, int K, int P, int base, float scale);
 
 }  // namespace gdp::cuda
