@@ -1,21 +1,36 @@
-// Element-wise kernels: binary ops with an optional row-broadcast bias, unary
-// activations, and scaling; one grid-stride kernel per op family, templated on the op.
+// Element-wise kernels: binary ops (arithmetic, min/max) with an optional row-broadcast
+// bias, unary activations, parametrised maps, and scaling; one grid-stride kernel per op
+// family, templated on the op.
 #include "cuda/common.cuh"
 #include "cuda/kernels.h"
+
+#include <stdexcept>
 
 namespace gdp::cuda {
 
 namespace {
 
-enum class Bin { Add, Sub, Mul, Div };
+enum class Bin { Add, Sub, Mul, Div, Min, Max };
 enum class Un { Relu, Gelu, Tanh, Sigmoid, Exp, Log };
+
+// Whether the gradients need the forward inputs a and b (Add/Sub never read them).
+template <Bin op>
+constexpr bool kReadsInputs = op != Bin::Add && op != Bin::Sub;
+
+// Min/max: a wins ties (a <= b for min, a >= b for max), as the gradient rule below.
+template <Bin op>
+__device__ inline bool a_wins(float a, float b) {
+  if constexpr (op == Bin::Min) return a <= b;
+  return a >= b;
+}
 
 template <Bin op>
 __device__ inline float bin_apply(float a, float b) {
   if constexpr (op == Bin::Add) return a + b;
   if constexpr (op == Bin::Sub) return a - b;
   if constexpr (op == Bin::Mul) return a * b;
-  return a / b;
+  if constexpr (op == Bin::Div) return a / b;
+  return a_wins<op>(a, b) ? a : b;
 }
 
 // Gradients of out = a op b w.r.t. a and b, given dout.
@@ -30,9 +45,13 @@ __device__ inline void bin_grad(float dout, float a, float b, float& ga, float& 
   } else if constexpr (op == Bin::Mul) {
     ga = dout * b;
     gb = dout * a;
-  } else {
+  } else if constexpr (op == Bin::Div) {
     ga = dout / b;
     gb = -dout * a / (b * b);
+  } else {  // Min, Max: all of dout to the winner
+    bool aw = a_wins<op>(a, b);
+    ga = aw ? dout : 0.0f;
+    gb = aw ? 0.0f : dout;
   }
 }
 
@@ -54,7 +73,7 @@ __global__ void binary_backward_kernel(float* da, float* db, const float* dout, 
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     float av = 0.0f, bv = 0.0f;
-    if constexpr (op == Bin::Mul || op == Bin::Div) {
+    if constexpr (kReadsInputs<op>) {
       av = a[i];
       bv = b[b_is_row ? i % C : i];
     }
@@ -75,11 +94,11 @@ __global__ void binary_backward_rowbias_kernel(float* db, const float* dout, con
   float acc = 0.0f;
   if (col < C) {
     float bv = 0.0f;
-    if constexpr (op == Bin::Mul || op == Bin::Div) bv = b[col];
+    if constexpr (kReadsInputs<op>) bv = b[col];
     for (int r = blockIdx.y * 8 + threadIdx.y; r < N; r += gridDim.y * 8) {
       std::size_t i = static_cast<std::size_t>(r) * C + col;
       float av = 0.0f;
-      if constexpr (op == Bin::Mul || op == Bin::Div) av = a[i];
+      if constexpr (kReadsInputs<op>) av = a[i];
       float ga, gb;
       bin_grad<op>(dout[i], av, bv, ga, gb);
       acc += gb;
@@ -175,6 +194,51 @@ void unary_backward(float* dx, const float* saved, const float* dout, std::size_
   GDP_CUDA_CHECK_LAUNCH();
 }
 
+// Parametrised maps f(x; p0, p1) and f'(x) from the forward input (see cuda/kernels.h).
+template <MapOp op>
+__device__ inline float map_apply(float x, float p0, float p1) {
+  if constexpr (op == MapOp::affine) return p0 * x + p1;
+  if constexpr (op == MapOp::square) return x * x;
+  if constexpr (op == MapOp::sqrt) return sqrtf(x);
+  float lo = x < p0 ? p0 : x;  // std::min(std::max(x, p0), p1), as the CPU op
+  return p1 < lo ? p1 : lo;
+}
+
+template <MapOp op>
+__device__ inline float map_grad(float x, float p0, float p1) {
+  if constexpr (op == MapOp::affine) return p0;
+  if constexpr (op == MapOp::square) return 2.0f * x;
+  if constexpr (op == MapOp::sqrt) return 0.5f / sqrtf(x);
+  return (x >= p0 && x <= p1) ? 1.0f : 0.0f;
+}
+
+template <MapOp op>
+__global__ void map_forward_kernel(float* out, const float* x, float p0, float p1, std::size_t n) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    out[i] = map_apply<op>(x[i], p0, p1);
+}
+
+template <MapOp op>
+__global__ void map_backward_kernel(float* dx, const float* x, const float* dout, float p0, float p1,
+                                    std::size_t n) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    dx[i] += map_grad<op>(x[i], p0, p1) * dout[i];
+}
+
+template <MapOp op>
+void map_forward_t(float* out, const float* x, float p0, float p1, std::size_t n) {
+  map_forward_kernel<op><<<grid_for(n, 256), 256>>>(out, x, p0, p1, n);
+  GDP_CUDA_CHECK_LAUNCH();
+}
+
+template <MapOp op>
+void map_backward_t(float* dx, const float* x, const float* dout, float p0, float p1, std::size_t n) {
+  map_backward_kernel<op><<<grid_for(n, 256), 256>>>(dx, x, dout, p0, p1, n);
+  GDP_CUDA_CHECK_LAUNCH();
+}
+
 // out (n) = s * x (n) when acc is false; out += s * x when acc is true.
 __global__ void scale_kernel(float* out, const float* x, float s, std::size_t n, bool acc) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
@@ -224,6 +288,43 @@ void scale_backward(float* dx, const float* dout, float s, std::size_t n) {
   if (n == 0) return;
   scale_kernel<<<grid_for(n, 256), 256>>>(dx, dout, s, n, true);
   GDP_CUDA_CHECK_LAUNCH();
+}
+
+void map_forward(float* out, const float* x, MapOp op, float p0, float p1, std::size_t n) {
+  if (n == 0) return;
+  switch (op) {
+    case MapOp::affine: map_forward_t<MapOp::affine>(out, x, p0, p1, n); return;
+    case MapOp::square: map_forward_t<MapOp::square>(out, x, p0, p1, n); return;
+    case MapOp::sqrt: map_forward_t<MapOp::sqrt>(out, x, p0, p1, n); return;
+    case MapOp::clamp: map_forward_t<MapOp::clamp>(out, x, p0, p1, n); return;
+  }
+  throw std::invalid_argument("cuda::map_forward: unknown MapOp");
+}
+
+void map_backward(float* dx, const float* x, const float* dout, MapOp op, float p0, float p1, std::size_t n) {
+  if (n == 0) return;
+  switch (op) {
+    case MapOp::affine: map_backward_t<MapOp::affine>(dx, x, dout, p0, p1, n); return;
+    case MapOp::square: map_backward_t<MapOp::square>(dx, x, dout, p0, p1, n); return;
+    case MapOp::sqrt: map_backward_t<MapOp::sqrt>(dx, x, dout, p0, p1, n); return;
+    case MapOp::clamp: map_backward_t<MapOp::clamp>(dx, x, dout, p0, p1, n); return;
+  }
+  throw std::invalid_argument("cuda::map_backward: unknown MapOp");
+}
+
+void minmax_forward(float* out, const float* a, const float* b, int N, int C, bool r, bool is_max) {
+  if (is_max)
+    binary_forward<Bin::Max>(out, a, b, N, C, r);
+  else
+    binary_forward<Bin::Min>(out, a, b, N, C, r);
+}
+
+void minmax_backward(float* da, float* db, const float* dout, const float* a, const float* b, int N, int C, bool r,
+                     bool is_max) {
+  if (is_max)
+    binary_backward<Bin::Max>(da, db, dout, a, b, N, C, r);
+  else
+    binary_backward<Bin::Min>(da, db, dout, a, b, N, C, r);
 }
 
 }  // namespace gdp::cuda

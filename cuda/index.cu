@@ -1,4 +1,5 @@
-// Rows by index: gather, scatter-add (atomics) and the embedding lookup built on them.
+// Rows by index: gather, scatter-add (atomics) and the embedding lookup built on them;
+// one column per row by index (take-along-last).
 #include "cuda/common.cuh"
 #include "cuda/kernels.h"
 
@@ -24,6 +25,20 @@ __global__ void scatter_add_rows_kernel(float* out, const float* src, const int*
   }
 }
 
+// out (N) = x (N,C) [n, idx[n]]; one thread per row.
+__global__ void take_along_last_forward_kernel(float* out, const float* x, const int* idx, int N, int C) {
+  for (std::size_t n = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; n < static_cast<std::size_t>(N);
+       n += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    out[n] = x[n * C + idx[n]];
+}
+
+// dx[n, idx[n]] += dout[n]; each row has its own target, so no atomics.
+__global__ void take_along_last_backward_kernel(float* dx, const float* dout, const int* idx, int N, int C) {
+  for (std::size_t n = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; n < static_cast<std::size_t>(N);
+       n += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    dx[n * C + idx[n]] += dout[n];
+}
+
 }  // namespace
 
 void gather_rows(float* out, const float* x, const int* idx, int M, int C) {
@@ -46,6 +61,18 @@ void embedding_forward(float* out, const float* table, const int* idx, int M, in
 
 void embedding_backward(float* dtable, const float* dout, const int* idx, int M, int C) {
   scatter_add_rows(dtable, dout, idx, M, C);
+}
+
+void take_along_last_forward(float* out, const float* x, const int* idx, int N, int C) {
+  if (N <= 0 || C <= 0) return;
+  take_along_last_forward_kernel<<<grid_for(static_cast<std::size_t>(N), 256), 256>>>(out, x, idx, N, C);
+  GDP_CUDA_CHECK_LAUNCH();
+}
+
+void take_along_last_backward(float* dx, const float* dout, const int* idx, int N, int C) {
+  if (N <= 0 || C <= 0) return;
+  take_along_last_backward_kernel<<<grid_for(static_cast<std::size_t>(N), 256), 256>>>(dx, dout, idx, N, C);
+  GDP_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace gdp::cuda
