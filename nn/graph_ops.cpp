@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "nn/kernels.h"
+#include "nn/ops.h"
 #include "nn/ops_internal.h"
 #include "nn/sampling.h"
 
@@ -105,6 +107,19 @@ BasicVar<T> segment_max(const BasicVar<T>& x, const std::shared_ptr<const Adjace
 template <typename T>
 BasicVar<T> sage_layer(const BasicVar<T>& x, const BasicVar<T>& w, const BasicVar<T>& b,
                        const std::shared_ptr<const Adjacency>& adj, bool relu_act) {
+#ifdef GDP_HAVE_CUDA
+  // On the device, the layer is its definition written with the device ops.
+  if constexpr (std::is_same_v<T, float>)
+    if (detail::on_device<T>({&x, &w, &b})) {
+      require(x.ndim() == 2 && x.dim(0) == adj->num_nodes(),
+              "sage_layer: x must be (N, C) with N = " + std::to_string(adj->num_nodes()) + ", got " +
+                  shape_str(x.shape()));
+      const Var xcat = concat<float>(
+          {x, segment_mean(x, adj, EdgeDir::in), segment_mean(x, adj, EdgeDir::out)}, 1);
+      const Var z = linear(xcat, w, b);
+      return relu_act ? relu(z) : z;
+    }
+#endif
   detail::require_cpu<T>("sage_layer", {&x, &w, &b});
   require(x.ndim() == 2 && x.dim(0) == adj->num_nodes(),
           "sage_layer: x must be (N, C) with N = " + std::to_string(adj->num_nodes()) +
@@ -190,6 +205,10 @@ template <typename T>
 BasicVar<T> rel_attention(const BasicVar<T>& q, const BasicVar<T>& k, const BasicVar<T>& v,
                           const BasicVar<T>& rk, const BasicVar<T>& u, const BasicVar<T>& vb,
                           const RelAttentionDims& d) {
+#ifdef GDP_HAVE_CUDA
+  if constexpr (std::is_same_v<T, float>)
+    if (detail::on_device<T>({&q, &k, &v, &rk, &u, &vb})) return detail::cuda_ops::rel_attention(q, k, v, rk, u, vb, d);
+#endif
   detail::require_cpu<T>("rel_attention", {&q, &k, &v, &rk, &u, &vb});
   d.validate();
   auto check = [&](const BasicVar<T>& t, int64_t rows, const char* name) {
@@ -231,10 +250,16 @@ BasicVar<T> rel_attention(const BasicVar<T>& q, const BasicVar<T>& k, const Basi
 
 template <typename T>
 BasicVar<T> categorical_log_prob(const BasicVar<T>& logits, const std::vector<int32_t>& actions) {
-  detail::require_cpu<T>("categorical_log_prob", {&logits});
   require(logits.ndim() == 2 && logits.dim(0) == static_cast<int64_t>(actions.size()),
           "categorical_log_prob: logits must be (N, A) with N = actions.size() = " +
               std::to_string(actions.size()) + ", got " + shape_str(logits.shape()));
+#ifdef GDP_HAVE_CUDA
+  // On the device: log_softmax, then the chosen column of each row.
+  if constexpr (std::is_same_v<T, float>)
+    if (detail::on_device<T>({&logits}))
+      return take_along_last(log_softmax(logits), std::vector<int64_t>(actions.begin(), actions.end()));
+#endif
+  detail::require_cpu<T>("categorical_log_prob", {&logits});
   const int32_t N = static_cast<int32_t>(logits.dim(0)), A = static_cast<int32_t>(logits.dim(1));
   const BasicTensor<T> lv = contiguous_value(logits);
   BasicTensor<T> out({N});
@@ -253,9 +278,15 @@ BasicVar<T> categorical_log_prob(const BasicVar<T>& logits, const std::vector<in
 
 template <typename T>
 BasicVar<T> categorical_entropy(const BasicVar<T>& logits) {
-  detail::require_cpu<T>("categorical_entropy", {&logits});
   require(logits.ndim() == 2, "categorical_entropy: logits must be (N, A), got " +
                                   shape_str(logits.shape()));
+#ifdef GDP_HAVE_CUDA
+  // On the device: -sum_c p_c log p_c from softmax and log_softmax (finite for finite logits).
+  if constexpr (std::is_same_v<T, float>)
+    if (detail::on_device<T>({&logits}))
+      return neg(sum(mul(softmax(logits), log_softmax(logits)), -1));
+#endif
+  detail::require_cpu<T>("categorical_entropy", {&logits});
   const int32_t N = static_cast<int32_t>(logits.dim(0)), A = static_cast<int32_t>(logits.dim(1));
   const BasicTensor<T> lv = contiguous_value(logits);
   BasicTensor<T> out({N});

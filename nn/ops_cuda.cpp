@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "cuda/kernels.h"
+#include "nn/attention.h"
 #include "nn/ops.h"
 #include "nn/ops_internal.h"
 
@@ -182,18 +184,23 @@ Var linear(const Var& x, const Var& w, const Var& bias) {
 Var binary(const char* op, const Var& a, const Var& b) {
   require_cuda(op, {&a, &b});
   const std::string name = op;
-  if (name != "add" && name != "sub" && name != "mul" && name != "div")
-    fail(op, "op not ported to cuda (ported binary ops: add, sub, mul, div)");
+  const bool is_min = name == "minimum", is_max = name == "maximum";
+  if (name != "add" && name != "sub" && name != "mul" && name != "div" && !is_min && !is_max)
+    fail(op, "unknown binary op");
   const Tensor av = dense(op, a), bv = dense(op, b);
   const Shape out_shape = broadcast_shapes(av.shape(), bv.shape());
-  // Supported: equal shapes, or b a row (its dims all 1 but the last, which equals a's last dim).
+  // The kernels take equal shapes, or b a row (its dims all 1 but the last, which equals a's last
+  // dim); any other broadcast expands the operands to the output shape first (autograd reduces
+  // their gradients back through expand's backward).
   bool b_is_row = false;
   if (av.shape() != bv.shape()) {
     const bool row = out_shape == av.shape() && av.ndim() >= 1 && bv.ndim() >= 1 &&
                      bv.shape().back() == av.shape().back() && bv.numel() == av.shape().back();
-    if (!row)
-      fail(op, "only equal shapes or a row-broadcast b are supported, got a " + shape_str(av.shape()) +
-                   " and b " + shape_str(bv.shape()));
+    if (!row) {
+      const Var ea = av.shape() == out_shape ? a : expand(a, out_shape);
+      const Var eb = bv.shape() == out_shape ? b : expand(b, out_shape);
+      return binary(op, ea, eb);
+    }
     b_is_row = true;
   }
   const int64_t C = av.ndim() == 0 ? 1 : av.shape().back();
@@ -204,7 +211,8 @@ Var binary(const char* op, const Var& a, const Var& b) {
     if (name == "add") gdp::cuda::add_forward(y.data(), av.data(), bv.data(), iN, iC, b_is_row);
     else if (name == "sub") gdp::cuda::sub_forward(y.data(), av.data(), bv.data(), iN, iC, b_is_row);
     else if (name == "mul") gdp::cuda::mul_forward(y.data(), av.data(), bv.data(), iN, iC, b_is_row);
-    else gdp::cuda::div_forward(y.data(), av.data(), bv.data(), iN, iC, b_is_row);
+    else if (name == "div") gdp::cuda::div_forward(y.data(), av.data(), bv.data(), iN, iC, b_is_row);
+    else gdp::cuda::minmax_forward(y.data(), av.data(), bv.data(), iN, iC, b_is_row, is_max);
   }
   const bool rg = needs_grad<float>({&a, &b});
   Var out(std::move(y), rg);
@@ -217,7 +225,8 @@ Var binary(const char* op, const Var& a, const Var& b) {
     if (name == "add") gdp::cuda::add_backward(da, db, g.data(), iN, iC, b_is_row);
     else if (name == "sub") gdp::cuda::sub_backward(da, db, g.data(), iN, iC, b_is_row);
     else if (name == "mul") gdp::cuda::mul_backward(da, db, g.data(), av.data(), bv.data(), iN, iC, b_is_row);
-    else gdp::cuda::div_backward(da, db, g.data(), av.data(), bv.data(), iN, iC, b_is_row);
+    else if (name == "div") gdp::cuda::div_backward(da, db, g.data(), av.data(), bv.data(), iN, iC, b_is_row);
+    else gdp::cuda::minmax_backward(da, db, g.data(), av.data(), bv.data(), iN, iC, b_is_row, is_max);
   });
   return out;
 }
@@ -236,7 +245,7 @@ Var unary(const char* op, const Var& x) {
   else if (name == "tanh") fwd = gdp::cuda::tanh_forward, bwd = gdp::cuda::tanh_backward, uses_output = true;
   else if (name == "sigmoid") fwd = gdp::cuda::sigmoid_forward, bwd = gdp::cuda::sigmoid_backward, uses_output = true;
   else if (name == "exp") fwd = gdp::cuda::exp_forward, bwd = gdp::cuda::exp_backward, uses_output = true;
-  else fail(op, "op not ported to cuda (ported unary ops: relu, gelu, tanh, sigmoid, exp, log)");
+  else fail(op, "unknown unary op (cuda unary ops: relu, gelu, tanh, sigmoid, exp, log)");
   const Tensor xv = dense(op, x);
   const std::size_t n = static_cast<std::size_t>(xv.numel());
   Tensor y = device_empty(xv.shape());
@@ -251,6 +260,32 @@ Var unary(const char* op, const Var& x) {
       if (n > 0) bwd(dx, saved.data(), g.data(), n);
   });
   return out;
+}
+
+Var map(const char* op, const Var& x, gdp::cuda::MapOp f, float p0, float p1) {
+  require_cuda(op, {&x});
+  const Tensor xv = dense(op, x);
+  const std::size_t n = static_cast<std::size_t>(xv.numel());
+  Tensor y = device_empty(xv.shape());
+  if (n > 0) gdp::cuda::map_forward(y.data(), xv.data(), f, p0, p1, n);
+  const bool rg = needs_grad<float>({&x});
+  Var out(std::move(y), rg);
+  if (!rg) return out;
+  NodeF xn = x.node();
+  record(out, [xn, xv, f, p0, p1, n](Tensor& g) {
+    if (float* dx = grad_of(xn))
+      if (n > 0) gdp::cuda::map_backward(dx, xv.data(), g.data(), f, p0, p1, n);
+  });
+  return out;
+}
+
+Var dropout(const Var& x, const std::vector<float>& mask) {
+  require_cuda("dropout", {&x});
+  const Tensor xv = dense("dropout", x);
+  if (static_cast<int64_t>(mask.size()) != xv.numel()) fail("dropout", "mask size differs from x");
+  // The mask comes from the same host stream as on the cpu (identical results), uploaded once.
+  const Var m(Tensor::from_vector(xv.shape(), mask).to_device(Device::cuda), false);
+  return binary("mul", x, m);
 }
 
 // ---- row ops -----------------------------------------------------------------------------------
@@ -318,11 +353,35 @@ Var layer_norm(const Var& x, const Var& weight, const Var& bias, float eps) {
 
 // ---- reductions --------------------------------------------------------------------------------
 
+namespace {
+// x with `axis` moved to the end, the other dims in order: x viewed as (outer, n, inner) ->
+// (outer, inner, n), a swap of the two last dims of the view. Returns the reduced output's shape
+// too (without the axis, or with a 1 there when keepdim).
+Var move_axis_last(const char* op, const Var& x, int64_t axis, bool keepdim, Shape& reduced_shape) {
+  const Shape& s = x.shape();
+  const int64_t r = static_cast<int64_t>(s.size()), a = normalize_axis(axis, r, op);
+  int64_t outer = 1, inner = 1;
+  reduced_shape.clear();
+  for (int64_t i = 0; i < r; ++i) {
+    if (i < a) outer *= s[i];
+    if (i > a) inner *= s[i];
+    if (i != a) reduced_shape.push_back(s[i]);
+    else if (keepdim) reduced_shape.push_back(1);
+  }
+  if (inner == 1) return reshape(x, {outer, s[a]});
+  return transpose(reshape(x, {outer, s[a], inner}), 1, 2);
+}
+}  // namespace
+
 Var sum_axis(const char* op, const Var& x, int64_t axis, bool keepdim, bool is_mean) {
   require_cuda(op, {&x});
   const Tensor xv = dense(op, x);
   const int64_t a = normalize_axis(axis, xv.ndim(), op);
-  if (a != xv.ndim() - 1) fail(op, "only the last axis is supported on cuda");
+  if (a != xv.ndim() - 1) {
+    Shape reduced;
+    const Var moved = move_axis_last(op, x, a, keepdim, reduced);
+    return reshape(sum_axis(op, moved, -1, false, is_mean), reduced);
+  }
   const int64_t C = xv.shape().back(), N = shape_numel(Shape(xv.shape().begin(), xv.shape().end() - 1));
   Shape out_shape(xv.shape().begin(), xv.shape().end() - 1);
   if (keepdim) out_shape.push_back(1);
@@ -341,6 +400,34 @@ Var sum_axis(const char* op, const Var& x, int64_t axis, bool keepdim, bool is_m
     if (!dx || iN == 0 || iC == 0) return;
     if (is_mean) gdp::cuda::mean_backward(dx, g.data(), iN, iC);
     else gdp::cuda::sum_backward(dx, g.data(), iN, iC);
+  });
+  return out;
+}
+
+Var max_axis(const Var& x, int64_t axis, bool keepdim) {
+  require_cuda("max", {&x});
+  const Tensor xv = dense("max", x);
+  const int64_t a = normalize_axis(axis, xv.ndim(), "max");
+  if (xv.shape()[a] == 0) throw std::invalid_argument("nn::max: empty axis");
+  if (a != xv.ndim() - 1) {
+    Shape reduced;
+    const Var moved = move_axis_last("max", x, a, keepdim, reduced);
+    return reshape(max_axis(moved, -1, false), reduced);
+  }
+  const int64_t C = xv.shape().back(), N = xv.numel() / C;
+  Shape out_shape(xv.shape().begin(), xv.shape().end() - 1);
+  if (keepdim) out_shape.push_back(1);
+  const int iN = to_int("max", N), iC = to_int("max", C);
+  Tensor y = device_empty(out_shape);
+  auto argmax = std::make_shared<gdp::cuda::DeviceIndexBuffer>(static_cast<std::size_t>(iN));
+  if (iN > 0) gdp::cuda::max_forward(y.data(), argmax->data(), xv.data(), iN, iC);
+  const bool rg = needs_grad<float>({&x});
+  Var out(std::move(y), rg);
+  if (!rg) return out;
+  NodeF xn = x.node();
+  record(out, [xn, argmax, iN, iC](Tensor& g) {
+    if (float* dx = grad_of(xn))
+      if (iN > 0) gdp::cuda::max_backward(dx, g.data(), argmax->data(), iN, iC);
   });
   return out;
 }
@@ -436,6 +523,176 @@ Var scatter_add_rows(const Var& src, const std::vector<int64_t>& index, int64_t 
   return out;
 }
 
+Var take_along_last(const Var& x, const std::vector<int64_t>& index) {
+  require_cuda("take_along_last", {&x});
+  const Tensor xv = dense("take_along_last", x);
+  if (xv.ndim() != 2 || xv.dim(0) != static_cast<int64_t>(index.size()))
+    throw std::invalid_argument("nn::take_along_last: x " + shape_str(xv.shape()) + " with " +
+                                std::to_string(index.size()) + " indices (want x (N, C))");
+  const int iN = to_int("take_along_last", xv.dim(0)), iC = to_int("take_along_last", xv.dim(1));
+  IndexBuffer idx = upload_index("take_along_last", index, iC);
+  Tensor y = device_empty({static_cast<int64_t>(iN)});
+  if (iN > 0) gdp::cuda::take_along_last_forward(y.data(), xv.data(), idx->data(), iN, iC);
+  const bool rg = needs_grad<float>({&x});
+  Var out(std::move(y), rg);
+  if (!rg) return out;
+  NodeF xn = x.node();
+  record(out, [xn, idx, iN, iC](Tensor& g) {
+    if (float* dx = grad_of(xn))
+      if (iN > 0) gdp::cuda::take_along_last_backward(dx, g.data(), idx->data(), iN, iC);
+  });
+  return out;
+}
+
+// ---- layout: expand, concat, slice, reshape, transpose ------------------------------------------
+
+Var expand(const Var& x, const Shape& shape) {
+  require_cuda("expand", {&x});
+  const Tensor xv = dense("expand", x);
+  const Shape& xs = xv.shape();
+  const int64_t r = static_cast<int64_t>(shape.size()), xr = xv.ndim();
+  if (r > gdp::cuda::kMaxBroadcastDims)
+    fail("expand", "rank " + std::to_string(r) + " above " + std::to_string(gdp::cuda::kMaxBroadcastDims));
+  if (xr > r || broadcast_shapes(xs, shape) != shape)
+    throw std::invalid_argument("nn::expand: cannot broadcast " + shape_str(xs) + " to " + shape_str(shape));
+  gdp::cuda::BroadcastShape bs;
+  bs.ndim = static_cast<int>(r);
+  long long stride = 1;
+  for (int64_t i = r - 1; i >= 0; --i) {
+    bs.dims[i] = to_int("expand", shape[i]);
+    const int64_t xi = i - (r - xr);  // x's dim aligned with out dim i (right-aligned)
+    if (xi >= 0 && xs[xi] == shape[i] && shape[i] != 1) {
+      bs.x_strides[i] = stride;
+      stride *= xs[xi];
+    } else {
+      bs.x_strides[i] = 0;  // broadcast (x dim 1 or missing)
+    }
+  }
+  Tensor y = device_empty(shape);
+  if (y.numel() > 0) gdp::cuda::expand_forward(y.data(), xv.data(), bs);
+  const bool rg = needs_grad<float>({&x});
+  Var out(std::move(y), rg);
+  if (!rg) return out;
+  NodeF xn = x.node();
+  record(out, [xn, bs](Tensor& g) {
+    if (float* dx = grad_of(xn))
+      if (g.numel() > 0) gdp::cuda::expand_backward(dx, g.data(), bs);
+  });
+  return out;
+}
+
+Var concat(const std::vector<Var>& parts, int64_t axis) {
+  std::vector<Tensor> vals;
+  for (const Var& p : parts) {
+    require_cuda("concat", {&p});
+    vals.push_back(dense("concat", p));
+  }
+  const Shape& s0 = vals[0].shape();
+  const int64_t r = static_cast<int64_t>(s0.size()), ax = normalize_axis(axis, r, "concat");
+  Shape out_shape = s0;
+  out_shape[ax] = 0;
+  for (const Tensor& v : vals) {
+    bool ok = v.ndim() == r;
+    for (int64_t i = 0; ok && i < r; ++i)
+      if (i != ax && v.shape()[i] != s0[i]) ok = false;
+    if (!ok)
+      throw std::invalid_argument("nn::concat: shape " + shape_str(v.shape()) + " does not match " +
+                                  shape_str(s0) + " outside axis " + std::to_string(ax));
+    out_shape[ax] += v.shape()[ax];
+  }
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < ax; ++i) outer *= s0[i];
+  for (int64_t i = ax + 1; i < r; ++i) inner *= s0[i];
+  const int iouter = to_int("concat", outer), out_row = to_int("concat", out_shape[ax] * inner);
+  std::vector<int> lens, offsets;
+  int off = 0;
+  for (const Tensor& v : vals) {
+    lens.push_back(to_int("concat", v.shape()[ax] * inner));
+    offsets.push_back(off);
+    off += lens.back();
+  }
+  Tensor y = device_empty(out_shape);
+  for (std::size_t k = 0; k < vals.size(); ++k)
+    if (iouter > 0 && lens[k] > 0)
+      gdp::cuda::copy_2d(y.data() + offsets[k], out_row, vals[k].data(), lens[k], iouter, lens[k], false);
+  bool rg = false;
+  for (const Var& p : parts) rg = rg || needs_grad<float>({&p});
+  Var out(std::move(y), rg);
+  if (!rg) return out;
+  std::vector<NodeF> nodes;
+  for (const Var& p : parts) nodes.push_back(p.node());
+  record(out, [nodes, lens, offsets, iouter, out_row](Tensor& g) {
+    for (std::size_t k = 0; k < nodes.size(); ++k)
+      if (float* d = grad_of(nodes[k]))
+        if (iouter > 0 && lens[k] > 0)
+          gdp::cuda::copy_2d(d, lens[k], g.data() + offsets[k], out_row, iouter, lens[k], true);
+  });
+  return out;
+}
+
+Var slice(const Var& x, int64_t axis, int64_t start, int64_t end) {
+  require_cuda("slice", {&x});
+  const Tensor xv = dense("slice", x);
+  const int64_t r = xv.ndim(), ax = normalize_axis(axis, r, "slice"), n = xv.shape()[ax];
+  if (start < 0 || end > n || start > end)
+    throw std::out_of_range("nn::slice: [" + std::to_string(start) + ", " + std::to_string(end) + ") on axis " +
+                            std::to_string(ax) + " of " + shape_str(xv.shape()));
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < ax; ++i) outer *= xv.shape()[i];
+  for (int64_t i = ax + 1; i < r; ++i) inner *= xv.shape()[i];
+  const int iouter = to_int("slice", outer), in_row = to_int("slice", n * inner),
+            len = to_int("slice", (end - start) * inner), first = to_int("slice", start * inner);
+  Shape out_shape = xv.shape();
+  out_shape[ax] = end - start;
+  Tensor y = device_empty(out_shape);
+  if (iouter > 0 && len > 0) gdp::cuda::copy_2d(y.data(), len, xv.data() + first, in_row, iouter, len, false);
+  const bool rg = needs_grad<float>({&x});
+  Var out(std::move(y), rg);
+  if (!rg) return out;
+  NodeF xn = x.node();
+  record(out, [xn, iouter, in_row, len, first](Tensor& g) {
+    if (float* d = grad_of(xn))
+      if (iouter > 0 && len > 0) gdp::cuda::copy_2d(d + first, in_row, g.data(), len, iouter, len, true);
+  });
+  return out;
+}
+
+Var transpose(const Var& x, int64_t axis0, int64_t axis1) {
+  require_cuda("transpose", {&x});
+  const Tensor xv = dense("transpose", x);
+  const int64_t r = xv.ndim();
+  int64_t a0 = normalize_axis(axis0, r, "transpose"), a1 = normalize_axis(axis1, r, "transpose");
+  if (a0 > a1) std::swap(a0, a1);
+  const Shape& s = xv.shape();
+  Shape out_shape = s;
+  std::swap(out_shape[a0], out_shape[a1]);
+  int64_t A = 1, B = 1, C = 1;
+  for (int64_t i = 0; i < a0; ++i) A *= s[i];
+  for (int64_t i = a0 + 1; i < a1; ++i) B *= s[i];
+  for (int64_t i = a1 + 1; i < r; ++i) C *= s[i];
+  const int iA = to_int("transpose", A), iB = to_int("transpose", B), iC = to_int("transpose", C),
+            n0 = to_int("transpose", s[a0]), n1 = to_int("transpose", s[a1]);
+  Tensor y = device_empty(out_shape);
+  if (a0 == a1) {
+    if (y.numel() > 0) gdp::cuda::copy_2d(y.data(), 1, xv.data(), 1, to_int("transpose", y.numel()), 1, false);
+  } else if (y.numel() > 0) {
+    gdp::cuda::swap_axes(y.data(), xv.data(), iA, n0, iB, n1, iC, false);
+  }
+  const bool rg = needs_grad<float>({&x});
+  Var out(std::move(y), rg);
+  if (!rg) return out;
+  NodeF xn = x.node();
+  const bool same = a0 == a1;
+  const int64_t numel = xv.numel();
+  record(out, [xn, same, numel, iA, iB, iC, n0, n1](Tensor& g) {
+    float* d = grad_of(xn);
+    if (!d || numel == 0) return;
+    if (same) add_into(d, g.data(), numel);
+    else gdp::cuda::swap_axes(d, g.data(), iA, n1, iB, n0, iC, true);  // g is (A, n1, B, n0, C)
+  });
+  return out;
+}
+
 // ---- CSR segments (graph_ops) ------------------------------------------------------------------
 
 namespace {
@@ -474,6 +731,108 @@ Var segment_mean(const Var& x, const std::vector<int32_t>& row_ptr, const std::v
 }
 Var segment_max(const Var& x, const std::vector<int32_t>& row_ptr, const std::vector<int32_t>& col_idx) {
   return segment_op("segment_max", x, row_ptr, col_idx, true);
+}
+
+// ---- Transformer-XL relative attention ---------------------------------------------------------
+// Per head: content scores (q + u) k^T and position scores (q + vb) rk^T as strided-batched GEMMs,
+// the position scores moved onto the keys by the relative shift, then the masked-softmax
+// attention kernel; the heads are split (S, H, Dh) -> (H, S, Dh) and merged back by axis swaps.
+// Same maths as nn/attention.h (derivation in docs/attention.md).
+
+Var rel_attention(const Var& q, const Var& k, const Var& v, const Var& rk, const Var& u, const Var& vb,
+                  const RelAttentionDims& d) {
+  const char* op = "rel_attention";
+  require_cuda(op, {&q, &k, &v, &rk, &u, &vb});
+  d.validate();
+  const Tensor qv = dense(op, q), kv = dense(op, k), vv = dense(op, v), rkv = dense(op, rk), uv = dense(op, u),
+               vbv = dense(op, vb);
+  auto check = [&](const Tensor& t, int64_t rows, const char* name) {
+    const Shape want = rows < 0 ? Shape{d.D()} : Shape{rows, d.D()};
+    if (t.shape() != want)
+      throw std::invalid_argument(std::string("nn::rel_attention: ") + name + " must be " + shape_str(want) +
+                                  ", got " + shape_str(t.shape()));
+  };
+  check(qv, d.S, "q");
+  check(kv, d.K(), "k");
+  check(vv, d.K(), "v");
+  check(rkv, d.P(), "rk");
+  check(uv, -1, "u");
+  check(vbv, -1, "vb");
+  const int H = d.H, S = d.S, K = d.K(), P = d.P(), Dh = d.Dh, D = d.D();
+  to_int(op, static_cast<int64_t>(H) * S * P);
+  const int base = d.M + d.rel_offset();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
+  // (rows, H, Dh) -> (H, rows, Dh) and back.
+  auto split = [&](float* out, const float* x, int rows) { gdp::cuda::swap_axes(out, x, 1, rows, 1, H, Dh, false); };
+  const long long sS = static_cast<long long>(S) * Dh,
+                  sP = static_cast<long long>(P) * Dh, sSP = static_cast<long long>(S) * P;
+
+  Tensor tmp = device_empty({S, D});
+  Tensor qu_h = device_empty({H, S, Dh}), qv_h = device_empty({H, S, Dh}), k_h = device_empty({H, K, Dh}),
+         v_h = device_empty({H, K, Dh}), rk_h = device_empty({H, P, Dh});
+  gdp::cuda::add_forward(tmp.data(), qv.data(), uv.data(), S, D, true);
+  split(qu_h.data(), tmp.data(), S);
+  gdp::cuda::add_forward(tmp.data(), qv.data(), vbv.data(), S, D, true);
+  split(qv_h.data(), tmp.data(), S);
+  split(k_h.data(), kv.data(), K);
+  split(v_h.data(), vv.data(), K);
+  split(rk_h.data(), rkv.data(), P);
+  Tensor pos = device_empty({H, S, K});
+  {
+    Tensor bd = device_empty({H, S, P});  // (q + vb) rk^T per head
+    gdp::cuda::gemm_strided_batched(bd.data(), qv_h.data(), rk_h.data(), H, S, P, Dh, false, true, 1.0f, 0.0f,
+                                    sS, sP, sSP);
+    gdp::cuda::rel_shift_forward(pos.data(), bd.data(), H, S, K, P, base, scale);
+  }
+  Tensor att = device_empty({H, S, K}), out_h = device_empty({H, S, Dh});
+  gdp::cuda::attention_forward(out_h.data(), att.data(), qu_h.data(), k_h.data(), v_h.data(), pos.data(), H, S, K,
+                               Dh, d.causal);
+  Tensor y = device_empty({S, D});
+  gdp::cuda::swap_axes(y.data(), out_h.data(), 1, H, 1, S, Dh, false);
+  const bool rg = needs_grad<float>({&q, &k, &v, &rk, &u, &vb});
+  Var out(std::move(y), rg);
+  if (!rg) return out;
+  NodeF qn = q.node(), kn = k.node(), vn = v.node(), rn = rk.node(), un = u.node(), bn = vb.node();
+  record(out, [=](Tensor& g) {
+    float *dq = grad_of(qn), *dk = grad_of(kn), *dv = grad_of(vn), *drk = grad_of(rn), *du = grad_of(un),
+          *dvb = grad_of(bn);
+    // (H, rows, Dh) += ... merged into (rows, H, Dh).
+    auto merge_into = [&](float* dst, const float* x_h, int rows) {
+      gdp::cuda::swap_axes(dst, x_h, 1, H, 1, rows, Dh, true);
+    };
+    Tensor g_h = device_empty({H, S, Dh});
+    gdp::cuda::swap_axes(g_h.data(), g.data(), 1, S, 1, H, Dh, false);
+    Tensor dqu_h({H, S, Dh}, Device::cuda), dk_h({H, K, Dh}, Device::cuda), dv_h({H, K, Dh}, Device::cuda),
+        dpos({H, S, K}, Device::cuda);  // zeros: the kernels accumulate
+    Tensor scratch = device_empty({H, S, K});
+    gdp::cuda::attention_backward(dqu_h.data(), dk_h.data(), dv_h.data(), dpos.data(), scratch.data(), g_h.data(), qu_h.data(), k_h.data(), v_h.data(), att.data(), H, S, K, Dh);
+    if (dk) merge_into(dk, dk_h.data(), K);
+    if (dv) merge_into(dv, dv_h.data(), K);
+    Tensor dbd({H, S, P}, Device::cuda);
+    gdp::cuda::rel_shift_backward(dbd.data(), dpos.data(), H, S, K, P, base, scale);
+    if (drk) {  // (H, P, Dh) = dbd^T (q + vb)
+      Tensor drk_h = device_empty({H, P, Dh});
+      gdp::cuda::gemm_strided_batched(drk_h.data(), dbd.data(), qv_h.data(), H, P, Dh, S, true, false, 1.0f, 0.0f,
+                                      sSP, sS, sP);
+      merge_into(drk, drk_h.data(), P);
+    }
+    if (dq || du) {  // content path: dq += dqu, du += column sums
+      Tensor m({S, D}, Device::cuda);
+      merge_into(m.data(), dqu_h.data(), S);
+      if (dq) add_into(dq, m.data(), static_cast<int64_t>(S) * D);
+      if (du) gdp::cuda::add_backward(nullptr, du, m.data(), S, D, true);
+    }
+    if (dq || dvb) {  // position path: dqv = dbd rk per head
+      Tensor dqv_h = device_empty({H, S, Dh});
+      gdp::cuda::gemm_strided_batched(dqv_h.data(), dbd.data(), rk_h.data(), H, S, Dh, P, false, false, 1.0f, 0.0f,
+                                      sSP, sP, sS);
+      Tensor m({S, D}, Device::cuda);
+      merge_into(m.data(), dqv_h.data(), S);
+      if (dq) add_into(dq, m.data(), static_cast<int64_t>(S) * D);
+      if (dvb) gdp::cuda::add_backward(nullptr, dvb, m.data(), S, D, true);
+    }
+  });
+  return out;
 }
 
 }  // namespace gdp::nn::detail::cuda_ops

@@ -346,6 +346,16 @@ BasicVar<T> pointwise(const char* name, const BasicVar<T>& x, F f, DF df) {
 
 }  // namespace
 
+// The cuda path of the parametrised maps (cuda::MapOp) for device tensors.
+#ifdef GDP_HAVE_CUDA
+#define GDP_NN_DEVICE_MAP(name, x, f, p0, p1)                                                       \
+  if constexpr (std::is_same_v<T, float>)                                                           \
+    if (x.defined() && detail::on_device<T>({&x}))                                                  \
+      return detail::cuda_ops::map(name, x, gdp::cuda::MapOp::f, static_cast<float>(p0), static_cast<float>(p1));
+#else
+#define GDP_NN_DEVICE_MAP(name, x, f, p0, p1)
+#endif
+
 template <typename T>
 BasicVar<T> add(const BasicVar<T>& a, const BasicVar<T>& b) {
   return binary(BinOp::add, "add", a, b);
@@ -373,10 +383,12 @@ BasicVar<T> maximum(const BasicVar<T>& a, const BasicVar<T>& b) {
 
 template <typename T>
 BasicVar<T> add_scalar(const BasicVar<T>& x, T s) {
+  GDP_NN_DEVICE_MAP("add_scalar", x, affine, 1, s)
   return pointwise<T>("add_scalar", x, [s](T v) { return v + s; }, [](T) { return T(1); });
 }
 template <typename T>
 BasicVar<T> scale(const BasicVar<T>& x, T s) {
+  GDP_NN_DEVICE_MAP("scale", x, affine, s, 0)
   return pointwise<T>("scale", x, [s](T v) { return v * s; }, [s](T) { return s; });
 }
 template <typename T>
@@ -385,10 +397,12 @@ BasicVar<T> neg(const BasicVar<T>& x) {
 }
 template <typename T>
 BasicVar<T> square(const BasicVar<T>& x) {
+  GDP_NN_DEVICE_MAP("square", x, square, 0, 0)
   return pointwise<T>("square", x, [](T v) { return v * v; }, [](T v) { return T(2) * v; });
 }
 template <typename T>
 BasicVar<T> sqrt(const BasicVar<T>& x) {
+  GDP_NN_DEVICE_MAP("sqrt", x, sqrt, 0, 0)
   return pointwise<T>(
       "sqrt", x, [](T v) { return std::sqrt(v); },
       [](T v) { return T(0.5) / std::sqrt(v); });
@@ -396,6 +410,7 @@ BasicVar<T> sqrt(const BasicVar<T>& x) {
 template <typename T>
 BasicVar<T> clamp(const BasicVar<T>& x, T lo, T hi) {
   if (lo > hi) throw std::invalid_argument("nn::clamp: lo > hi");
+  GDP_NN_DEVICE_MAP("clamp", x, clamp, lo, hi)
   return pointwise<T>(
       "clamp", x, [lo, hi](T v) { return std::min(std::max(v, lo), hi); },
       [lo, hi](T v) { return (v >= lo && v <= hi) ? T(1) : T(0); });
@@ -430,11 +445,20 @@ template <typename T>
 BasicVar<T> dropout(const BasicVar<T>& x, double p, Rng& rng, bool training) {
   if (p < 0.0 || p >= 1.0) throw std::invalid_argument("nn::dropout: p must be in [0, 1)");
   if (!training || p == 0.0) return x;
+  detail::require_defined("dropout", x, "x");
+  const T keep_scale = static_cast<T>(1.0 / (1.0 - p));
+#ifdef GDP_HAVE_CUDA
+  if constexpr (std::is_same_v<T, float>)
+    if (detail::on_device<T>({&x})) {  // the same mask stream as on the cpu
+      std::vector<float> mask(static_cast<size_t>(x.numel()));
+      for (float& m : mask) m = rng.uniform() < p ? 0.0f : keep_scale;
+      return detail::cuda_ops::dropout(x, mask);
+    }
+#endif
   detail::require_cpu<T>("dropout", {&x});
   const BasicTensor<T> xv = x.value().contiguous();
   const int64_t n = xv.numel();
   BasicTensor<T> mask = BasicTensor<T>::empty(xv.shape());
-  const T keep_scale = static_cast<T>(1.0 / (1.0 - p));
   for (int64_t i = 0; i < n; ++i) mask[i] = rng.uniform() < p ? T(0) : keep_scale;
   BasicTensor<T> y = BasicTensor<T>::empty(xv.shape());
   y.vec() = xv.vec() * mask.vec();

@@ -102,6 +102,10 @@ BasicVar<T> scatter_add_rows(const BasicVar<T>& src, const std::vector<int64_t>&
 template <typename T>
 BasicVar<T> take_along_last(const BasicVar<T>& x, const std::vector<int64_t>& index) {
   detail::require_defined("take_along_last", x, "x");
+#ifdef GDP_HAVE_CUDA
+  if constexpr (std::is_same_v<T, float>)
+    if (detail::on_device<T>({&x})) return detail::cuda_ops::take_along_last(x, index);
+#endif
   detail::require_cpu<T>("take_along_last", {&x});
   const BasicTensor<T> xv = x.value().contiguous();
   if (xv.ndim() != 2 || xv.dim(0) != static_cast<int64_t>(index.size()))

@@ -10,8 +10,12 @@
 #include <type_traits>
 #include <vector>
 
+#include "nn/attention.h"
 #include "nn/autograd.h"
 #include "nn/tensor.h"
+#ifdef GDP_HAVE_CUDA
+#include "cuda/kernels.h"  // plain C++ (MapOp)
+#endif
 
 namespace gdp::nn::detail {
 
@@ -39,22 +43,36 @@ bool on_device(std::initializer_list<const BasicVar<T>*> inputs) {
 }
 
 #ifdef GDP_HAVE_CUDA
-// The cuda paths of the ported ops (nn/ops_cuda.cpp), float only. Each checks that all inputs
-// are cuda tensors and throws std::runtime_error naming the op for what it does not support.
+// The cuda paths of the ops (nn/ops_cuda.cpp), float only. Each checks that all inputs are cuda
+// tensors and throws std::runtime_error naming the op otherwise. Ops not listed here have no
+// kernel of their own on the device: reshape and detach are views, dropout multiplies by a mask
+// drawn on the host, sage_layer and the categorical ops are compositions of these (graph_ops.cpp).
 namespace cuda_ops {
 Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b);
 Var linear(const Var& x, const Var& w, const Var& bias);
-Var binary(const char* op, const Var& a, const Var& b);  // add, sub, mul, div
+// add, sub, mul, div, minimum, maximum with NumPy broadcasting (general cases through expand).
+Var binary(const char* op, const Var& a, const Var& b);
 Var unary(const char* op, const Var& x);  // relu, gelu, tanh, sigmoid, exp, log
+// add_scalar, scale, neg (affine), square, sqrt, clamp.
+Var map(const char* op, const Var& x, gdp::cuda::MapOp f, float p0, float p1);
+Var dropout(const Var& x, const std::vector<float>& mask);  // x * mask
 Var row_op(const char* op, const Var& x);  // softmax, log_softmax
 Var layer_norm(const Var& x, const Var& weight, const Var& bias, float eps);
-Var sum_axis(const char* op, const Var& x, int64_t axis, bool keepdim, bool is_mean);  // last axis
+Var sum_axis(const char* op, const Var& x, int64_t axis, bool keepdim, bool is_mean);
 Var sum_all(const char* op, const Var& x, bool is_mean);
+Var max_axis(const Var& x, int64_t axis, bool keepdim);
 Var gather(const char* op, const Var& x, const std::vector<int64_t>& index);  // gather_rows, embedding
 Var scatter_add_rows(const Var& src, const std::vector<int64_t>& index, int64_t num_rows);
+Var take_along_last(const Var& x, const std::vector<int64_t>& index);
+Var expand(const Var& x, const Shape& shape);  // broadcast to shape (NumPy rules)
+Var concat(const std::vector<Var>& parts, int64_t axis);
+Var slice(const Var& x, int64_t axis, int64_t start, int64_t end);
+Var transpose(const Var& x, int64_t axis0, int64_t axis1);
 // CSR over the rows of x (R = row_ptr.size() - 1 output rows).
 Var segment_mean(const Var& x, const std::vector<int32_t>& row_ptr, const std::vector<int32_t>& col_idx);
 Var segment_max(const Var& x, const std::vector<int32_t>& row_ptr, const std::vector<int32_t>& col_idx);
+Var rel_attention(const Var& q, const Var& k, const Var& v, const Var& rk, const Var& u, const Var& vb,
+                  const RelAttentionDims& dims);
 void accumulate(Tensor& dst, const Tensor& src);  // dst += src on the device
 }  // namespace cuda_ops
 #endif

@@ -139,6 +139,10 @@ BasicVar<T> mean(const BasicVar<T>& x, int64_t axis, bool keepdim) {
 template <typename T>
 BasicVar<T> max(const BasicVar<T>& x, int64_t axis, bool keepdim) {
   detail::require_defined("max", x, "x");
+#ifdef GDP_HAVE_CUDA
+  if constexpr (std::is_same_v<T, float>)
+    if (detail::on_device<T>({&x})) return detail::cuda_ops::max_axis(x, axis, keepdim);
+#endif
   detail::require_cpu<T>("max", {&x});
   const BasicTensor<T> xv = x.value().contiguous();
   const AxisView v = axis_view(xv.shape(), axis, keepdim, "max");

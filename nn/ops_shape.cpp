@@ -1,6 +1,7 @@
 // Shape autograd ops: concat, slice, reshape, transpose. Concat/slice view the tensor as
 // (outer, axis, inner) and copy blocks of axis*inner contiguous elements.
 #include <cstring>
+#include <type_traits>
 
 #include "nn/ops.h"
 #include "nn/ops_internal.h"
@@ -21,6 +22,12 @@ int64_t dims_product(const Shape& s, int64_t begin, int64_t end) {
 template <typename T>
 BasicVar<T> concat(const std::vector<BasicVar<T>>& parts, int64_t axis) {
   if (parts.empty()) throw std::invalid_argument("nn::concat: no inputs");
+  for (const auto& p : parts) detail::require_defined("concat", p, "part");
+#ifdef GDP_HAVE_CUDA
+  if constexpr (std::is_same_v<T, float>)
+    for (const auto& p : parts)
+      if (detail::on_device<T>({&p})) return detail::cuda_ops::concat(parts, axis);
+#endif
   std::vector<BasicTensor<T>> vals;
   for (const auto& p : parts) {
     detail::require_defined("concat", p, "part");
@@ -83,6 +90,10 @@ BasicVar<T> concat(const std::vector<BasicVar<T>>& parts, int64_t axis) {
 template <typename T>
 BasicVar<T> slice(const BasicVar<T>& x, int64_t axis, int64_t start, int64_t end) {
   detail::require_defined("slice", x, "x");
+#ifdef GDP_HAVE_CUDA
+  if constexpr (std::is_same_v<T, float>)
+    if (detail::on_device<T>({&x})) return detail::cuda_ops::slice(x, axis, start, end);
+#endif
   detail::require_cpu<T>("slice", {&x});
   const BasicTensor<T> xv = x.value().contiguous();
   const int64_t r = xv.ndim();
@@ -116,8 +127,9 @@ BasicVar<T> slice(const BasicVar<T>& x, int64_t axis, int64_t start, int64_t end
 template <typename T>
 BasicVar<T> reshape(const BasicVar<T>& x, const Shape& shape) {
   detail::require_defined("reshape", x, "x");
-  detail::require_cpu<T>("reshape", {&x});
-  BasicTensor<T> y = x.value().reshape(shape);  // a view when x is contiguous
+  // A view when x is contiguous (device tensors always are); the gradient is accumulated on x's
+  // device.
+  BasicTensor<T> y = x.value().reshape(shape);
   const bool rg = needs_grad<T>({&x});
   BasicVar<T> out(std::move(y), rg);
   if (!rg) return out;
@@ -131,6 +143,10 @@ BasicVar<T> reshape(const BasicVar<T>& x, const Shape& shape) {
 template <typename T>
 BasicVar<T> transpose(const BasicVar<T>& x, int64_t axis0, int64_t axis1) {
   detail::require_defined("transpose", x, "x");
+#ifdef GDP_HAVE_CUDA
+  if constexpr (std::is_same_v<T, float>)
+    if (detail::on_device<T>({&x})) return detail::cuda_ops::transpose(x, axis0, axis1);
+#endif
   detail::require_cpu<T>("transpose", {&x});
   const int64_t r = x.ndim();
   const int64_t a0 = detail::normalize_axis(axis0, r, "transpose");

@@ -93,22 +93,23 @@ TEST_CASE("nn/cuda tensors copy to the device and back", "[cuda][nn]") {
   CHECK(nn::Tensor::full({}, 3.0f).to_device(nn::Device::cuda).item() == 3.0f);
 }
 
-TEST_CASE("nn/cuda unported ops throw naming the op", "[cuda][nn]") {
+TEST_CASE("nn/cuda mixed devices throw naming the op", "[cuda][nn]") {
   nn::Var x(nn::Tensor::full({3, 4}, 0.5f).to_device(nn::Device::cuda), true);
-  try {
-    (void)nn::square(x);
-    FAIL("square on a cuda tensor did not throw");
-  } catch (const std::runtime_error& e) {
-    CHECK(std::string(e.what()).find("square") != std::string::npos);
-  }
-  try {
-    (void)nn::max(x, -1);
-    FAIL("max on a cuda tensor did not throw");
-  } catch (const std::runtime_error& e) {
-    CHECK(std::string(e.what()).find("max") != std::string::npos);
-  }
   nn::Var h(nn::Tensor::full({3, 4}, 0.5f), true);
-  CHECK_THROWS_AS(nn::add(x, h), std::runtime_error);  // mixed devices
+  auto throws_naming = [](const std::string& op, const std::function<void()>& fn) {
+    try {
+      fn();
+      FAIL(op + " on mixed devices did not throw");
+    } catch (const std::runtime_error& e) {
+      CHECK(std::string(e.what()).find(op) != std::string::npos);
+    }
+  };
+  throws_naming("add", [&] { (void)nn::add(x, h); });
+  throws_naming("concat", [&] { (void)nn::concat<float>({x, h}, 0); });
+  throws_naming("linear", [&] { (void)nn::linear(x, h, nn::Var()); });
+  throws_naming("layer_norm", [&] {
+    (void)nn::layer_norm(x, nn::Var(nn::Tensor::full({4}, 1.0f)), nn::Var(nn::Tensor::full({4}, 0.0f)));
+  });
 }
 
 TEST_CASE("nn/cuda matmul and linear match cpu", "[cuda][nn]") {
@@ -260,4 +261,149 @@ TEST_CASE("nn/cuda composite network forward and backward match cpu", "[cuda][nn
             return nn::mean(nn::sum(nn::mul(logp, tgt), -1));  // mean negative log-likelihood
           },
           rng, 1e-4f, 1e-3f);
+}
+
+TEST_CASE("nn/cuda general broadcasting, minimum and maximum match cpu", "[cuda][nn]") {
+  std::mt19937 rng(10);
+  using Bin = nn::Var (*)(const nn::Var&, const nn::Var&);
+  const std::vector<std::pair<std::string, Bin>> ops = {{"add", &nn::add<float>},         {"sub", &nn::sub<float>},
+                                                        {"mul", &nn::mul<float>},         {"div", &nn::div<float>},
+                                                        {"minimum", &nn::minimum<float>}, {"maximum", &nn::maximum<float>}};
+  for (const auto& [name, op] : ops)
+    for (int64_t N : kRows)
+      for (int64_t C : {int64_t(1), int64_t(7), int64_t(33)}) {
+        const float lo = name == "div" ? 0.5f : -1.0f, hi = name == "div" ? 2.0f : 1.0f;
+        auto fn = [op = op](const std::vector<nn::Var>& v) { return op(v[0], v[1]); };
+        compare(name + " " + dims({N, C}), {{{N, C}}, {{N, C}, lo, hi}}, fn, rng);
+        compare(name + " row " + dims({N, C}), {{{N, C}}, {{C}, lo, hi}}, fn, rng, 1e-3f, 1e-4f);
+        compare(name + " column " + dims({N, C}), {{{N, C}}, {{N, 1}, lo, hi}}, fn, rng, 1e-3f, 1e-4f);
+        compare(name + " row a " + dims({N, C}), {{{C}, lo, hi}, {{N, C}, lo, hi}}, fn, rng, 1e-3f, 1e-4f);
+        compare(name + " outer " + dims({N, C}), {{{N, 1, C}}, {{3, 1}, lo, hi}}, fn, rng, 1e-3f, 1e-4f);
+        compare(name + " scalar " + dims({N, C}), {{{N, C}}, {{}, lo, hi}}, fn, rng, 1e-3f, 1e-4f);
+      }
+  // Ties (|x| <= 0.5 equals its clamp): the gradient goes to a on both devices.
+  compare("minimum ties", {{{33, 7}}},
+          [](const std::vector<nn::Var>& v) { return nn::minimum(v[0], nn::detach(nn::clamp(v[0], -0.5f, 0.5f))); },
+          rng);
+  compare("maximum ties", {{{33, 7}}},
+          [](const std::vector<nn::Var>& v) { return nn::maximum(nn::detach(nn::clamp(v[0], -0.5f, 0.5f)), v[0]); },
+          rng);
+}
+
+TEST_CASE("nn/cuda parametrised maps and dropout match cpu", "[cuda][nn]") {
+  std::mt19937 rng(11);
+  for (int64_t N : kRows)
+    for (int64_t C : kSizes) {
+      const std::string d = " " + dims({N, C});
+      compare("add_scalar" + d, {{{N, C}}}, [](const std::vector<nn::Var>& v) { return nn::add_scalar(v[0], 0.25f); },
+              rng);
+      compare("scale" + d, {{{N, C}}}, [](const std::vector<nn::Var>& v) { return nn::scale(v[0], -1.5f); }, rng);
+      compare("neg" + d, {{{N, C}}}, [](const std::vector<nn::Var>& v) { return nn::neg(v[0]); }, rng);
+      compare("square" + d, {{{N, C}}}, [](const std::vector<nn::Var>& v) { return nn::square(v[0]); }, rng);
+      compare("sqrt" + d, {{{N, C}, 0.25f, 4.0f}}, [](const std::vector<nn::Var>& v) { return nn::sqrt(v[0]); }, rng);
+      compare("clamp" + d, {{{N, C}}}, [](const std::vector<nn::Var>& v) { return nn::clamp(v[0], -0.3f, 0.6f); },
+              rng);
+      // The mask is drawn from the same seeded stream on both devices.
+      compare("dropout" + d, {{{N, C}}},
+              [](const std::vector<nn::Var>& v) {
+                nn::Rng r(42);
+                return nn::dropout(v[0], 0.3, r);
+              },
+              rng);
+    }
+}
+
+TEST_CASE("nn/cuda reductions over any axis match cpu", "[cuda][nn]") {
+  std::mt19937 rng(12);
+  for (const nn::Shape& shape : {nn::Shape{7}, nn::Shape{33, 7}, nn::Shape{3, 7, 5}, nn::Shape{2, 3, 1, 5}})
+    for (int64_t axis = 0; axis < static_cast<int64_t>(shape.size()); ++axis)
+      for (bool keepdim : {false, true}) {
+        std::string d = "axis " + std::to_string(axis) + (keepdim ? " keepdim" : "") + " of rank " +
+                        std::to_string(shape.size());
+        compare("sum " + d, {{shape}},
+                [axis, keepdim](const std::vector<nn::Var>& v) { return nn::sum(v[0], axis, keepdim); }, rng);
+        compare("mean " + d, {{shape}},
+                [axis, keepdim](const std::vector<nn::Var>& v) { return nn::mean(v[0], axis, keepdim); }, rng);
+        compare("max " + d, {{shape}},
+                [axis, keepdim](const std::vector<nn::Var>& v) { return nn::max(v[0], axis, keepdim); }, rng);
+      }
+}
+
+TEST_CASE("nn/cuda shape ops match cpu", "[cuda][nn]") {
+  std::mt19937 rng(13);
+  for (int64_t axis : {0, 1, 2}) {
+    const std::string d = " axis " + std::to_string(axis);
+    nn::Shape a{3, 7, 5}, b{3, 7, 5}, c{3, 7, 5};
+    a[axis] = 1;
+    b[axis] = 4;
+    c[axis] = 2;
+    compare("concat" + d, {{a}, {b}, {c}},
+            [axis](const std::vector<nn::Var>& v) { return nn::concat<float>({v[0], v[1], v[2]}, axis); }, rng);
+    compare("concat repeated part" + d, {{b}},
+            [axis](const std::vector<nn::Var>& v) { return nn::concat<float>({v[0], v[0]}, axis); }, rng);
+    compare("slice" + d, {{{5, 6, 7}}},
+            [axis](const std::vector<nn::Var>& v) { return nn::slice(v[0], axis, 1, 4); }, rng);
+    compare("empty slice" + d, {{{5, 6, 7}}},
+            [axis](const std::vector<nn::Var>& v) { return nn::slice(v[0], axis, 2, 2); }, rng);
+  }
+  compare("reshape", {{{6, 35}}},
+          [](const std::vector<nn::Var>& v) { return nn::mul(nn::reshape(v[0], {5, -1, 7}), nn::reshape(v[0], {5, 6, 7})); },
+          rng);
+  for (int64_t a0 = 0; a0 < 4; ++a0)
+    for (int64_t a1 = 0; a1 < 4; ++a1)
+      compare("transpose " + std::to_string(a0) + "," + std::to_string(a1), {{{2, 3, 5, 7}}},
+              [a0, a1](const std::vector<nn::Var>& v) { return nn::transpose(v[0], a0, a1); }, rng);
+}
+
+TEST_CASE("nn/cuda take_along_last and categorical ops match cpu", "[cuda][nn]") {
+  std::mt19937 rng(14);
+  for (int64_t N : kRows)
+    for (int64_t A : {int64_t(1), int64_t(2), int64_t(8), int64_t(33)}) {
+      std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(A) - 1);
+      std::vector<int32_t> actions(static_cast<std::size_t>(N));
+      for (auto& a : actions) a = pick(rng);
+      const std::vector<int64_t> idx(actions.begin(), actions.end());
+      const std::string d = " " + dims({N, A});
+      compare("take_along_last" + d, {{{N, A}}},
+              [idx](const std::vector<nn::Var>& v) { return nn::take_along_last(v[0], idx); }, rng);
+      compare("categorical_log_prob" + d, {{{N, A}, -3.0f, 3.0f}},
+              [actions](const std::vector<nn::Var>& v) { return nn::categorical_log_prob(v[0], actions); }, rng);
+      compare("categorical_entropy" + d, {{{N, A}, -3.0f, 3.0f}},
+              [](const std::vector<nn::Var>& v) { return nn::categorical_entropy(v[0]); }, rng);
+    }
+}
+
+TEST_CASE("nn/cuda fused GraphSAGE layer matches cpu", "[cuda][nn]") {
+  std::mt19937 rng(15);
+  for (int32_t n : {1, 7, 127})
+    for (int64_t C : {int64_t(3), int64_t(33)}) {
+      std::vector<int32_t> src, dst;
+      std::uniform_int_distribution<int32_t> pick(0, n - 1);
+      for (int32_t e = 0; e < 2 * n; ++e) {
+        src.push_back(pick(rng));
+        dst.push_back(pick(rng));
+      }
+      auto adj = nn::make_adjacency(n, src, dst);
+      for (bool act : {false, true})
+        compare("sage_layer " + dims({n, C}) + (act ? " relu" : ""), {{{n, C}}, {{17, 3 * C}}, {{17}}},
+                [adj, act](const std::vector<nn::Var>& v) { return nn::sage_layer(v[0], v[1], v[2], adj, act); }, rng,
+                1e-4f, 1e-3f);
+    }
+}
+
+TEST_CASE("nn/cuda relative attention matches cpu", "[cuda][nn]") {
+  std::mt19937 rng(16);
+  struct Case {
+    int32_t S, M, H, Dh;
+  };
+  for (const Case& c : {Case{1, 0, 1, 2}, Case{5, 0, 2, 3}, Case{5, 3, 2, 3}, Case{33, 17, 4, 8}, Case{70, 64, 2, 32}})
+    for (bool causal : {true, false}) {
+      nn::RelAttentionDims d{c.S, c.M, c.H, c.Dh, causal};
+      const int64_t D = d.D();
+      compare("rel_attention S=" + std::to_string(c.S) + " M=" + std::to_string(c.M) + " H=" + std::to_string(c.H) +
+                  " Dh=" + std::to_string(c.Dh) + (causal ? " causal" : " full"),
+              {{{d.S, D}}, {{d.K(), D}}, {{d.K(), D}}, {{d.P(), D}}, {{D}}, {{D}}},
+              [d](const std::vector<nn::Var>& v) { return nn::rel_attention(v[0], v[1], v[2], v[3], v[4], v[5], d); },
+              rng, 1e-4f, 1e-3f);
+    }
 }
