@@ -1,10 +1,12 @@
 // The CUDA kernel ladder (llm.c style): softmax, layer norm and segment mean each in a
-// naive version 1 and faster versions, every version checked against a CPU loop and timed
-// with CUDA events (GB/s of minimal traffic), plus the cuBLAS GEMM and attention (TFLOP/s)
-// at the policy's sizes. Exits 0 with a message when no GPU is visible, 1 on a mismatch.
+// naive version 1 and faster versions, the layout kernels swap_axes and rel_shift, every
+// version checked against a CPU loop and timed with CUDA events (GB/s of minimal traffic),
+// plus the cuBLAS GEMM and attention (TFLOP/s) at the policy's sizes. Exits 0 with a
+// message when no GPU is visible, 1 on a mismatch.
 //
 // N = rows (graph nodes), C = features, R = segments, E = CSR entries, BH = heads,
-// Tq = queries in a segment, Tk = keys (memory + current), D = head size.
+// Tq = queries in a segment, Tk = keys (memory + current), D = head size,
+// (A, n0, B, n1, C) = a swap of axes n0 and n1, S = queries, M = memory, P = positions.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -365,6 +367,65 @@ void segment_mean_ladder(int R, int C, int max_deg, std::mt19937& rng) {
   }
 }
 
+// ------------------------------------------------------------------ layout: swap_axes, rel_shift
+
+// v1: one thread per output element, its source found by div/mod; reads stride n1*C
+// floats apart when C is 1 (a plain transpose), so nothing is coalesced then.
+__global__ void swap_axes_v1(float* out, const float* x, std::size_t n, int n0, int B, int n1, int C) {
+  std::size_t o = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (o >= n) return;
+  std::size_t c = o % C, t = o / C;
+  std::size_t i = t % n0;
+  t /= n0;
+  std::size_t b = t % B;
+  t /= B;
+  std::size_t j = t % n1, a = t / n1;
+  out[o] = x[(((a * n0 + i) * B + b) * n1 + j) * C + c];
+}
+
+void swap_axes_ladder(int A, int n0, int B, int n1, int C, std::mt19937& rng) {
+  std::size_t n = std::size_t(A) * n0 * B * n1 * C;
+  auto x = random_vec(n, rng);
+  std::vector<double> ref(n);
+  for (int a = 0; a < A; ++a)
+    for (int i = 0; i < n0; ++i)
+      for (int b = 0; b < B; ++b)
+        for (int j = 0; j < n1; ++j)
+          for (int c = 0; c < C; ++c)
+            ref[(((std::size_t(a) * n1 + j) * B + b) * n0 + i) * C + c] =
+                x[(((std::size_t(a) * n0 + i) * B + b) * n1 + j) * C + c];
+  DeviceBuffer d_x = upload(x), d_y(n);
+  double bytes = 2.0 * n * sizeof(float);
+  std::string shape = "(" + std::to_string(A) + "," + std::to_string(n0) + "," + std::to_string(B) + "," +
+                      std::to_string(n1) + "," + std::to_string(C) + ")";
+  rung("swap_axes", "v1 thread per output, div/mod", shape, d_y, ref, bytes, 0.0, 0.0,
+       [&] { swap_axes_v1<<<ceil_div(n, 256), 256>>>(d_y.data(), d_x.data(), n, n0, B, n1, C); });
+  rung("swap_axes", "v2 grid-stride; 32x32 smem tiles if C=B=1", shape, d_y, ref, bytes, 0.0, 0.0,
+       [&] { swap_axes(d_y.data(), d_x.data(), A, n0, B, n1, C, false); });
+}
+
+// Transformer-XL relative shift of the position scores (BH,S,P) onto the keys (BH,S,K),
+// with the causal base (P = M + S, base = M) or the full-mask one (P = M + 2S - 1).
+void rel_shift_bench(int BH, int S, int M, bool full, std::mt19937& rng) {
+  const int K = M + S, P = full ? M + 2 * S - 1 : M + S, base = full ? M + S - 1 : M;
+  const float scale = 0.125f;
+  std::size_t nout = std::size_t(BH) * S * K, nbd = std::size_t(BH) * S * P;
+  auto bd = random_vec(nbd, rng);
+  std::vector<double> ref(nout, 0.0);
+  for (int b = 0; b < BH; ++b)
+    for (int i = 0; i < S; ++i)
+      for (int j = 0; j < K; ++j) {
+        long long p = static_cast<long long>(base) + i - j;
+        if (p >= 0 && p < P) ref[(std::size_t(b) * S + i) * K + j] = scale * bd[(std::size_t(b) * S + i) * P + p];
+      }
+  DeviceBuffer d_bd = upload(bd), d_y(nout);
+  double bytes = double(nout + nbd) * sizeof(float);
+  char shape[64];
+  std::snprintf(shape, sizeof shape, "BH=%d S=%d K=%d P=%d", BH, S, K, P);
+  rung("rel_shift", full ? "forward, full-mask base (library)" : "forward, causal base (library)", shape, d_y, ref,
+       bytes, 0.0, 0.0, [&] { rel_shift_forward(d_y.data(), d_bd.data(), BH, S, K, P, base, scale); });
+}
+
 // ------------------------------------------------------------------ GEMM and attention
 
 // Row-major C (M,N) = A (M,K) B (K,N); checks the first rows against the CPU, prints TFLOP/s.
@@ -451,6 +512,11 @@ int main() {
     layernorm_ladder(4 * 256, 512, rng);
     segment_mean_ladder(50000, 128, 8, rng);
     segment_mean_ladder(50000, 128, 32, rng);
+    swap_axes_ladder(1, 4096, 1, 4097, 1, rng);  // a plain transpose, odd width
+    swap_axes_ladder(1, 4096, 1, 8, 64, rng);    // split (S, H, Dh) into heads (H, S, Dh)
+    swap_axes_ladder(4, 1000, 8, 7, 3, rng);     // general swap, small C
+    rel_shift_bench(4 * 8, 256, 256, false, rng);
+    rel_shift_bench(4 * 8, 256, 256, true, rng);
     gemm_bench(50000, 128, 128, rng);     // node-embedding linear layer
     gemm_bench(4096, 4096, 4096, rng);    // square reference point
     attention_bench(4, 256, 256, 32, rng);
