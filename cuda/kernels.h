@@ -194,6 +194,14 @@ void segment_max_forward(float* out, int* argmax, const float* x, const int* row
                          int R, int C);
 void segment_max_backward(float* dx, const float* dout, const int* argmax, int R, int C);
 
+// ---------------------------------------------------------------- optimizer
+// One Adam / AdamW step over n flat parameters, in place, exactly as nn::adam_update
+// (nn/kernels.h): g = grad (+ weight_decay * p when !decoupled); m = b1 m + (1-b1) g;
+// v = b2 v + (1-b2) g^2; p -= lr * weight_decay * p when decoupled; p -= lr * (m / (1 - b1^t)) /
+// (sqrt(v / (1 - b2^t)) + eps). t >= 1 is the step number (bias corrections on the host, double).
+void adam_update(float* params, float* m, float* v, const float* grads, std::size_t n, float lr, float beta1,
+                 float beta2, float eps, float weight_decay, bool decoupled, long long t);
+
 // ---------------------------------------------------------------- GEMM (cuBLAS)
 // Row-major C (M,N) = alpha * op(A) (M,K) * op(B) (K,N) + beta * C, op = transpose when
 // trans_* (A is then stored (K,M), B stored (N,K)). Strided batched: `batch` such products,

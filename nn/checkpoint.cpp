@@ -73,7 +73,8 @@ void save_checkpoint(const std::string& path, const ParameterBuffer& params, con
     w.pod<uint32_t>(adam ? kFlagHasAdam : 0);
     w.pod<int64_t>(user_step);
     w.pod<uint64_t>(static_cast<uint64_t>(params.count()));
-    const float* values = params.values().data();
+    const std::vector<float> all_values = params.values().to_vector();  // host copy (any device)
+    const float* values = all_values.data();
     for (const auto& e : params.entries()) {
       w.pod<uint32_t>(static_cast<uint32_t>(e.name.size()));
       w.bytes(e.name.data(), e.name.size());
@@ -91,13 +92,14 @@ void save_checkpoint(const std::string& path, const ParameterBuffer& params, con
       w.pod<double>(c.weight_decay);
       w.pod<uint8_t>(c.decoupled ? 1 : 0);
       // Moments per parameter, in the same order as the parameters above.
-      const bool have = static_cast<int64_t>(adam->m().size()) == params.size();
+      const std::vector<float> all_m = adam->m(), all_v = adam->v();  // host copies
+      const bool have = static_cast<int64_t>(all_m.size()) == params.size();
       for (const auto& e : params.entries()) {
         const int64_t n = shape_numel(e.shape);
         std::vector<float> zeros;
-        const float* m = have ? adam->m().data() + e.offset : (zeros.assign(n, 0.f), zeros.data());
+        const float* m = have ? all_m.data() + e.offset : (zeros.assign(n, 0.f), zeros.data());
         w.bytes(m, sizeof(float) * n);
-        const float* v = have ? adam->v().data() + e.offset : zeros.data();
+        const float* v = have ? all_v.data() + e.offset : zeros.data();
         w.bytes(v, sizeof(float) * n);
       }
     }
@@ -178,15 +180,12 @@ int64_t load_checkpoint(const std::string& path, ParameterBuffer& params, Adam* 
   char end[8];
   r.bytes(end, sizeof(end), "end marker");
   if (std::memcmp(end, kEndMarker, sizeof(end)) != 0) r.fail("corrupt end marker");
-  // Commit.
-  float* values = params.values().data();
+  // Commit (through a host copy, so the buffer may live on any device).
+  std::vector<float> values = params.values().to_vector();
   for (const auto& [name, data] : staged)
-    std::memcpy(values + params.find(name)->offset, data.data(), sizeof(float) * data.size());
-  if (adam) {
-    adam->m() = std::move(m);
-    adam->v() = std::move(v);
-    adam->set_steps(adam_steps);
-  }
+    std::memcpy(values.data() + params.find(name)->offset, data.data(), sizeof(float) * data.size());
+  params.values().copy_from(Tensor::from_vector({params.size()}, values));
+  if (adam) adam->set_state(std::move(m), std::move(v), adam_steps);
   return user_step;
 }
 

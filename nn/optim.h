@@ -30,17 +30,18 @@ class BasicAdam {
   const AdamConfig& config() const { return config_; }
   BasicParameterBuffer<T>& params() { return params_; }
 
-  // State (for checkpoints): first and second moments, one per parameter element.
-  std::vector<T>& m() { return m_; }
-  std::vector<T>& v() { return v_; }
-  const std::vector<T>& m() const { return m_; }
-  const std::vector<T>& v() const { return v_; }
-  void set_steps(int64_t t) { t_ = t; }
+  // State (for checkpoints): the first and second moments, one per parameter element, copied to
+  // the host (empty before the first step).
+  std::vector<T> m() const;
+  std::vector<T> v() const;
+  // Replaces the state: moments of params().size() elements each (or both empty: fresh zero
+  // moments) and the step count. The moments follow the parameters to their device.
+  void set_state(std::vector<T> m, std::vector<T> v, int64_t steps);
 
  private:
   BasicParameterBuffer<T>& params_;
   AdamConfig config_;
-  std::vector<T> m_, v_;
+  BasicTensor<T> m_, v_;  // on the parameters' device; undefined until the first step
   int64_t t_ = 0;
 };
 

@@ -5,6 +5,11 @@
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
+#include <type_traits>
+
+#ifdef GDP_HAVE_CUDA
+#include "cuda/kernels.h"
+#endif
 
 namespace gdp::nn {
 
@@ -14,6 +19,9 @@ BasicParameterBuffer<T>::BasicParameterBuffer()
 
 template <typename T>
 BasicVar<T> BasicParameterBuffer<T>::add(const std::string& name, const Shape& shape) {
+  if (device() != Device::cpu)
+    throw std::runtime_error("ParameterBuffer::add('" + name + "'): the buffer is on " + device_name(device()) +
+                             "; add parameters before to_device");
   if (name.empty()) throw std::invalid_argument("ParameterBuffer::add: empty name");
   if (find(name)) throw std::invalid_argument("ParameterBuffer::add: duplicate name '" + name + "'");
   const int64_t n = shape_numel(shape);
@@ -92,7 +100,42 @@ void BasicParameterBuffer<T>::zero_grad() {
 }
 
 template <typename T>
+void BasicParameterBuffer<T>::to_device(Device target) {
+  if (target == device()) return;
+  auto move = [&](const std::shared_ptr<Storage<T>>& from) {
+    auto to = std::make_shared<Storage<T>>(size_, target, false);
+    BasicTensor<T> dst(to, 0, {size_}, {1});
+    if (size_ > 0) dst.copy_from(BasicTensor<T>(from, 0, {size_}, {1}));
+    return to;
+  };
+  std::shared_ptr<Storage<T>> values = move(values_), grads = move(grads_);
+  values_ = std::move(values);
+  grads_ = std::move(grads);
+  for (auto& e : entries_) {
+    VarNode<T>& node = *e.var.node();
+    node.value = BasicTensor<T>(values_, e.offset, e.shape, contiguous_strides(e.shape));
+    node.grad = BasicTensor<T>(grads_, e.offset, e.shape, contiguous_strides(e.shape));
+  }
+}
+
+template <typename T>
 double BasicParameterBuffer<T>::grad_norm() const {
+  if (device() != Device::cpu) {
+#ifdef GDP_HAVE_CUDA
+    if constexpr (std::is_same_v<T, float>) {  // squares, then one device sum (float accumulation)
+      const auto n = static_cast<std::size_t>(size_);
+      if (n == 0) return 0.0;
+      gdp::cuda::DeviceBuffer squares(n), total(1);
+      gdp::cuda::map_forward(squares.data(), grads_->data(), gdp::cuda::MapOp::square, 0.0f, 0.0f, n);
+      gdp::cuda::sum_all_forward(total.data(), squares.data(), n);
+      float s = 0.0f;
+      total.download(&s);
+      return std::sqrt(static_cast<double>(s));
+    }
+#endif
+    throw std::runtime_error("ParameterBuffer::grad_norm: no backend for device " +
+                             std::string(device_name(device())));
+  }
   const T* g = grads_->data();
   double s = 0.0;
   for (int64_t i = 0; i < size_; ++i) s += static_cast<double>(g[i]) * static_cast<double>(g[i]);
@@ -106,7 +149,14 @@ double clip_grad_norm(BasicParameterBuffer<T>& params, double max_norm) {
   if (norm > max_norm) {
     const T factor = static_cast<T>(max_norm / (norm + 1e-6));
     BasicTensor<T> g = params.grads();
-    g.vec() *= factor;
+    if (g.device() == Device::cpu) {
+      g.vec() *= factor;
+    } else {
+#ifdef GDP_HAVE_CUDA
+      if constexpr (std::is_same_v<T, float>)
+        gdp::cuda::scale_forward(g.data(), g.data(), factor, static_cast<std::size_t>(g.numel()));
+#endif
+    }
   }
   return norm;
 }

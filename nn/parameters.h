@@ -44,7 +44,14 @@ class BasicParameterBuffer {
   BasicTensor<T> values() const;
   BasicTensor<T> grads() const;
   void zero_grad();
-  double grad_norm() const;  // L2 norm of all gradients (accumulated in double)
+  double grad_norm() const;  // L2 norm of all gradients (accumulated in double on the cpu)
+
+  // Moves values and gradients to `device` (cuda: float, builds with CUDA); every parameter Var,
+  // wherever it is held (modules keep copies), then refers to the new storage, so a model built
+  // on the cpu runs on the device after this one call. Parameters cannot be added afterwards
+  // while on the device (the buffer grows on the cpu only). Same device: nothing happens.
+  void to_device(Device device);
+  Device device() const { return values_->device(); }
 
  private:
   std::shared_ptr<Storage<T>> values_;

@@ -51,7 +51,10 @@ BasicTransformerXL<T>::BasicTransformerXL(BasicParameterBuffer<T>& params,
 
 template <typename T>
 BasicVar<T> BasicTransformerXL<T>::positions(int32_t layer) const {
-  return linear(BasicVar<T>(r_all_), layers_.at(layer).wr, BasicVar<T>());
+  const BasicVar<T>& wr = layers_.at(layer).wr;
+  const Device device = wr.value().device();  // the encodings follow the parameters' device
+  const BasicTensor<T> r = r_all_.device() == device ? r_all_ : r_all_.to_device(device);
+  return linear(BasicVar<T>(r), wr, BasicVar<T>());
 }
 
 template <typename T>
