@@ -20,6 +20,7 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "cuda/kernels.h"
@@ -30,7 +31,7 @@ namespace {
 
 // ================================================================ the allocation table
 
-constexpr std::size_t kAlign = 256;                      // cudaMalloc's alignment
+constexpr std::size_t kAlign = 256;                           // cudaMalloc's alignment
 constexpr std::size_t kMaxAllocBytes = std::size_t{1} << 40;  // 1 TiB: beyond is "out of memory"
 constexpr std::size_t kQuarantineBytes = std::size_t{64} << 20;
 constexpr std::size_t kQuarantineBlocks = 4096;
@@ -57,7 +58,8 @@ std::string hex(const void* p) {
 }
 
 [[noreturn]] void bad_arg(const char* fn, const char* arg, const std::string& why) {
-  throw std::logic_error(std::string(fn) + ": argument " + arg + " (host pointer or out of bounds): " + why);
+  throw std::logic_error(std::string(fn) + ": argument " + arg +
+                         " (host pointer or out of bounds): " + why);
 }
 
 [[noreturn]] void bad_index(const char* fn, const char* arg, const std::string& why) {
@@ -89,25 +91,33 @@ Room room_of(const char* fn, const char* arg, const void* p, std::size_t elem) {
 }
 
 // Elements [lo, hi) of p (elem bytes each) must lie in p's live allocation; nothing when empty.
-void require_span(const char* fn, const char* arg, const void* p, long long lo, long long hi, std::size_t elem) {
+void require_span(const char* fn, const char* arg, const void* p, long long lo, long long hi,
+                  std::size_t elem) {
   if (hi <= lo) return;
   const Room r = room_of(fn, arg, p, elem);
   if (lo < -r.before || hi > r.after)
     bad_arg(fn, arg,
-            "touches elements [" + std::to_string(lo) + ", " + std::to_string(hi) + ") of " + hex(p) +
-                " but its allocation holds [" + std::to_string(-r.before) + ", " + std::to_string(r.after) + ")");
+            "touches elements [" + std::to_string(lo) + ", " + std::to_string(hi) + ") of " +
+                hex(p) + " but its allocation holds [" + std::to_string(-r.before) + ", " +
+                std::to_string(r.after) + ")");
 }
 
-void require(const char* fn, const char* arg, const float* p, long long n) { require_span(fn, arg, p, 0, n, 4); }
-void require(const char* fn, const char* arg, const int* p, long long n) { require_span(fn, arg, p, 0, n, 4); }
+void require(const char* fn, const char* arg, const float* p, long long n) {
+  require_span(fn, arg, p, 0, n, 4);
+}
+void require(const char* fn, const char* arg, const int* p, long long n) {
+  require_span(fn, arg, p, 0, n, 4);
+}
 
 // Outputs of kernels whose threads read other elements than they write must not overlap their
 // inputs (the GPU result would depend on thread order). Byte ranges [p+lo, p+hi) elements.
-void require_disjoint(const char* fn, const char* out_name, const void* out, long long out_lo, long long out_hi,
-                      const char* in_name, const void* in, long long in_lo, long long in_hi) {
+void require_disjoint(const char* fn, const char* out_name, const void* out, long long out_lo,
+                      long long out_hi, const char* in_name, const void* in, long long in_lo,
+                      long long in_hi) {
   if (!out || !in || out_hi <= out_lo || in_hi <= in_lo) return;
   const auto o = reinterpret_cast<std::intptr_t>(out), i = reinterpret_cast<std::intptr_t>(in);
-  const std::intptr_t o0 = o + out_lo * 4, o1 = o + out_hi * 4, i0 = i + in_lo * 4, i1 = i + in_hi * 4;
+  const std::intptr_t o0 = o + out_lo * 4, o1 = o + out_hi * 4, i0 = i + in_lo * 4,
+                      i1 = i + in_hi * 4;
   if (o0 < i1 && i0 < o1)
     throw std::logic_error(std::string(fn) + ": output " + out_name + " overlaps input " + in_name +
                            " (the kernel's result would depend on thread order)");
@@ -128,8 +138,8 @@ void require_index(const char* fn, const char* arg, long long pos, long long val
                    const char* bound_what) {
   if (value < 0 || value >= bound)
     bad_index(fn, arg,
-              "value " + std::to_string(value) + " at position " + std::to_string(pos) + " is outside [0, " +
-                  std::to_string(bound) + ") (" + bound_what + ")");
+              "value " + std::to_string(value) + " at position " + std::to_string(pos) +
+                  " is outside [0, " + std::to_string(bound) + ") (" + bound_what + ")");
 }
 
 using Size = std::size_t;
@@ -138,7 +148,8 @@ Size sz(long long v) { return static_cast<Size>(v); }
 // ================================================================ element-wise helpers
 
 template <class F>
-void binary_forward(const char* fn, float* out, const float* a, const float* b, int N, int C, bool b_is_row, F f) {
+void binary_forward(const char* fn, float* out, const float* a, const float* b, int N, int C,
+                    bool b_is_row, F f) {
   nonneg(fn, {N, C});
   const long long n = static_cast<long long>(N) * C;
   if (n == 0) return;
@@ -151,8 +162,8 @@ void binary_forward(const char* fn, float* out, const float* a, const float* b, 
 
 // da += ga(g, a, b), db += gb(g, a, b) (column sums when b_is_row); either may be nullptr.
 template <class GA, class GB>
-void binary_backward(const char* fn, float* da, float* db, const float* dout, const float* a, const float* b, int N,
-                     int C, bool b_is_row, GA ga, GB gb) {
+void binary_backward(const char* fn, float* da, float* db, const float* dout, const float* a,
+                     const float* b, int N, int C, bool b_is_row, GA ga, GB gb) {
   nonneg(fn, {N, C});
   const long long n = static_cast<long long>(N) * C, nb = b_is_row ? C : n;
   if (n == 0) return;
@@ -163,7 +174,8 @@ void binary_backward(const char* fn, float* da, float* db, const float* dout, co
   if (db) require(fn, "db", db, nb);
   if (da)
     for (Size i = 0; i < sz(n); ++i)
-      da[i] += static_cast<float>(ga(dout[i], a ? a[i] : 0.0f, b ? b[b_is_row ? i % sz(C) : i] : 0.0f));
+      da[i] +=
+          static_cast<float>(ga(dout[i], a ? a[i] : 0.0f, b ? b[b_is_row ? i % sz(C) : i] : 0.0f));
   if (db) {
     std::vector<double> acc(sz(nb), 0.0);
     for (Size i = 0; i < sz(n); ++i) {
@@ -184,26 +196,30 @@ void unary_forward(const char* fn, float* out, const float* x, std::size_t n, F 
 
 // dx += df(saved) * dout, saved = the forward input or output as the header says.
 template <class DF>
-void unary_backward(const char* fn, float* dx, const char* saved_name, const float* saved, const float* dout,
-                    std::size_t n, DF df) {
+void unary_backward(const char* fn, float* dx, const char* saved_name, const float* saved,
+                    const float* dout, std::size_t n, DF df) {
   if (n == 0) return;
   require(fn, "dx", dx, static_cast<long long>(n));
   require(fn, saved_name, saved, static_cast<long long>(n));
   require(fn, "dout", dout, static_cast<long long>(n));
   for (Size i = 0; i < n; ++i)
-    dx[i] = static_cast<float>(dx[i] + df(static_cast<double>(saved[i])) * static_cast<double>(dout[i]));
+    dx[i] = static_cast<float>(dx[i] +
+                               df(static_cast<double>(saved[i])) * static_cast<double>(dout[i]));
 }
 
 constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2/pi)
 
-double gelu(double x) { return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x))); }
+double gelu(double x) {
+  return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x)));
+}
 double gelu_grad(double x) {
   const double t = std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x));
   return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * kSqrt2OverPi * (1.0 + 3.0 * 0.044715 * x * x);
 }
 
 // Row reductions: x (N,C) rows checked, out (N).
-void check_rows(const char* fn, const char* out_name, const float* out, const float* x, int N, int C) {
+void check_rows(const char* fn, const char* out_name, const float* out, const float* x, int N,
+                int C) {
   require(fn, out_name, out, N);
   require(fn, "x", x, static_cast<long long>(N) * C);
 }
@@ -220,10 +236,13 @@ void synchronize() {}
 void* device_alloc(std::size_t bytes) {
   if (bytes == 0) return nullptr;
   if (bytes > kMaxAllocBytes)
-    throw std::runtime_error("device_alloc (host double): out of memory for " + std::to_string(bytes) + " bytes");
+    throw std::runtime_error("device_alloc (host double): out of memory for " +
+                             std::to_string(bytes) + " bytes");
   const std::size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
   void* p = std::aligned_alloc(kAlign, rounded);
-  if (!p) throw std::runtime_error("device_alloc (host double): out of memory for " + std::to_string(bytes) + " bytes");
+  if (!p)
+    throw std::runtime_error("device_alloc (host double): out of memory for " +
+                             std::to_string(bytes) + " bytes");
   std::memset(p, 0xFF, rounded);  // NaN as float, -1 as int: "uninitialised" is visible
   Table& t = table();
   std::lock_guard<std::mutex> lock(t.mu);
@@ -266,8 +285,8 @@ void require_host(const char* fn, const char* arg, const void* p, std::size_t n)
   std::lock_guard<std::mutex> lock(t.mu);
   auto it = t.live.upper_bound(u);
   if (it != t.live.begin() && u < std::prev(it)->first + std::prev(it)->second)
-    throw std::logic_error(std::string(fn) + ": argument " + arg + " is a device pointer (" + hex(p) +
-                           "), a host pointer was expected");
+    throw std::logic_error(std::string(fn) + ": argument " + arg + " is a device pointer (" +
+                           hex(p) + "), a host pointer was expected");
 }
 
 template <class T>
@@ -287,10 +306,18 @@ void copy_out(const char* fn, T* dst_host, const T* src, std::size_t n) {
 }
 }  // namespace
 
-void copy_to_device(float* dst, const float* src_host, std::size_t n) { copy_in("copy_to_device", dst, src_host, n); }
-void copy_to_device(int* dst, const int* src_host, std::size_t n) { copy_in("copy_to_device", dst, src_host, n); }
-void copy_to_host(float* dst_host, const float* src, std::size_t n) { copy_out("copy_to_host", dst_host, src, n); }
-void copy_to_host(int* dst_host, const int* src, std::size_t n) { copy_out("copy_to_host", dst_host, src, n); }
+void copy_to_device(float* dst, const float* src_host, std::size_t n) {
+  copy_in("copy_to_device", dst, src_host, n);
+}
+void copy_to_device(int* dst, const int* src_host, std::size_t n) {
+  copy_in("copy_to_device", dst, src_host, n);
+}
+void copy_to_host(float* dst_host, const float* src, std::size_t n) {
+  copy_out("copy_to_host", dst_host, src, n);
+}
+void copy_to_host(int* dst_host, const int* src, std::size_t n) {
+  copy_out("copy_to_host", dst_host, src, n);
+}
 
 void fill_zero(void* dst, std::size_t bytes) {
   if (bytes == 0) return;
@@ -313,33 +340,44 @@ void div_forward(float* out, const float* a, const float* b, int N, int C, bool 
   binary_forward("div_forward", out, a, b, N, C, b_is_row, [](float x, float y) { return x / y; });
 }
 void add_backward(float* da, float* db, const float* dout, int N, int C, bool b_is_row) {
-  binary_backward("add_backward", da, db, dout, nullptr, nullptr, N, C, b_is_row,
-                  [](double g, double, double) { return g; }, [](double g, double, double) { return g; });
+  binary_backward(
+      "add_backward", da, db, dout, nullptr, nullptr, N, C, b_is_row,
+      [](double g, double, double) { return g; }, [](double g, double, double) { return g; });
 }
 void sub_backward(float* da, float* db, const float* dout, int N, int C, bool b_is_row) {
-  binary_backward("sub_backward", da, db, dout, nullptr, nullptr, N, C, b_is_row,
-                  [](double g, double, double) { return g; }, [](double g, double, double) { return -g; });
+  binary_backward(
+      "sub_backward", da, db, dout, nullptr, nullptr, N, C, b_is_row,
+      [](double g, double, double) { return g; }, [](double g, double, double) { return -g; });
 }
-void mul_backward(float* da, float* db, const float* dout, const float* a, const float* b, int N, int C,
-                  bool b_is_row) {
-  if (!a && db && static_cast<long long>(N) * C > 0) bad_arg("mul_backward", "a", "null pointer (db needs a)");
-  if (!b && da && static_cast<long long>(N) * C > 0) bad_arg("mul_backward", "b", "null pointer (da needs b)");
-  binary_backward("mul_backward", da, db, dout, a, b, N, C, b_is_row,
-                  [](double g, double, double y) { return g * y; }, [](double g, double x, double) { return g * x; });
+void mul_backward(float* da, float* db, const float* dout, const float* a, const float* b, int N,
+                  int C, bool b_is_row) {
+  if (!a && db && static_cast<long long>(N) * C > 0)
+    bad_arg("mul_backward", "a", "null pointer (db needs a)");
+  if (!b && da && static_cast<long long>(N) * C > 0)
+    bad_arg("mul_backward", "b", "null pointer (da needs b)");
+  binary_backward(
+      "mul_backward", da, db, dout, a, b, N, C, b_is_row,
+      [](double g, double, double y) { return g * y; },
+      [](double g, double x, double) { return g * x; });
 }
-void div_backward(float* da, float* db, const float* dout, const float* a, const float* b, int N, int C,
-                  bool b_is_row) {
-  if (!b && (da || db) && static_cast<long long>(N) * C > 0) bad_arg("div_backward", "b", "null pointer");
-  if (!a && db && static_cast<long long>(N) * C > 0) bad_arg("div_backward", "a", "null pointer (db needs a)");
-  binary_backward("div_backward", da, db, dout, a, b, N, C, b_is_row,
-                  [](double g, double, double y) { return g / y; },
-                  [](double g, double x, double y) { return -g * x / (y * y); });
+void div_backward(float* da, float* db, const float* dout, const float* a, const float* b, int N,
+                  int C, bool b_is_row) {
+  if (!b && (da || db) && static_cast<long long>(N) * C > 0)
+    bad_arg("div_backward", "b", "null pointer");
+  if (!a && db && static_cast<long long>(N) * C > 0)
+    bad_arg("div_backward", "a", "null pointer (db needs a)");
+  binary_backward(
+      "div_backward", da, db, dout, a, b, N, C, b_is_row,
+      [](double g, double, double y) { return g / y; },
+      [](double g, double x, double y) { return -g * x / (y * y); });
 }
 
 void relu_forward(float* out, const float* x, std::size_t n) {
   unary_forward("relu_forward", out, x, n, [](double v) { return v > 0 ? v : 0.0; });
 }
-void gelu_forward(float* out, const float* x, std::size_t n) { unary_forward("gelu_forward", out, x, n, gelu); }
+void gelu_forward(float* out, const float* x, std::size_t n) {
+  unary_forward("gelu_forward", out, x, n, gelu);
+}
 void tanh_forward(float* out, const float* x, std::size_t n) {
   unary_forward("tanh_forward", out, x, n, [](double v) { return std::tanh(v); });
 }
@@ -391,16 +429,26 @@ void map_forward(float* out, const float* x, MapOp op, float p0, float p1, std::
   for (Size i = 0; i < n; ++i) {
     const float v = x[i];
     switch (op) {
-      case MapOp::affine: out[i] = p0 * v + p1; break;
-      case MapOp::square: out[i] = v * v; break;
-      case MapOp::sqrt: out[i] = std::sqrt(v); break;
-      case MapOp::clamp: out[i] = std::min(std::max(v, p0), p1); break;
-      default: bad_size(fn, "unknown MapOp");
+      case MapOp::affine:
+        out[i] = p0 * v + p1;
+        break;
+      case MapOp::square:
+        out[i] = v * v;
+        break;
+      case MapOp::sqrt:
+        out[i] = std::sqrt(v);
+        break;
+      case MapOp::clamp:
+        out[i] = std::min(std::max(v, p0), p1);
+        break;
+      default:
+        bad_size(fn, "unknown MapOp");
     }
   }
 }
 
-void map_backward(float* dx, const float* x, const float* dout, MapOp op, float p0, float p1, std::size_t n) {
+void map_backward(float* dx, const float* x, const float* dout, MapOp op, float p0, float p1,
+                  std::size_t n) {
   const char* fn = "map_backward";
   if (n == 0) return;
   require(fn, "dx", dx, static_cast<long long>(n));
@@ -410,42 +458,55 @@ void map_backward(float* dx, const float* x, const float* dout, MapOp op, float 
     const double v = x[i];
     double d = 0.0;
     switch (op) {
-      case MapOp::affine: d = p0; break;
-      case MapOp::square: d = 2.0 * v; break;
-      case MapOp::sqrt: d = 0.5 / std::sqrt(v); break;
-      case MapOp::clamp: d = (p0 <= v && v <= p1) ? 1.0 : 0.0; break;
-      default: bad_size(fn, "unknown MapOp");
+      case MapOp::affine:
+        d = p0;
+        break;
+      case MapOp::square:
+        d = 2.0 * v;
+        break;
+      case MapOp::sqrt:
+        d = 0.5 / std::sqrt(v);
+        break;
+      case MapOp::clamp:
+        d = (p0 <= v && v <= p1) ? 1.0 : 0.0;
+        break;
+      default:
+        bad_size(fn, "unknown MapOp");
     }
     dx[i] = static_cast<float>(dx[i] + d * dout[i]);
   }
 }
 
-void minmax_forward(float* out, const float* a, const float* b, int N, int C, bool b_is_row, bool is_max) {
-  binary_forward(is_max ? "minmax_forward (max)" : "minmax_forward (min)", out, a, b, N, C, b_is_row,
+void minmax_forward(float* out, const float* a, const float* b, int N, int C, bool b_is_row,
+                    bool is_max) {
+  binary_forward(is_max ? "minmax_forward (max)" : "minmax_forward (min)", out, a, b, N, C,
+                 b_is_row,
                  [is_max](float x, float y) { return (is_max ? x >= y : x <= y) ? x : y; });
 }
 
-void minmax_backward(float* da, float* db, const float* dout, const float* a, const float* b, int N, int C,
-                     bool b_is_row, bool is_max) {
+void minmax_backward(float* da, float* db, const float* dout, const float* a, const float* b, int N,
+                     int C, bool b_is_row, bool is_max) {
   const char* fn = is_max ? "minmax_backward (max)" : "minmax_backward (min)";
   if (static_cast<long long>(N) * C > 0 && (da || db)) {  // who wins needs both inputs
     require(fn, "a", a, static_cast<long long>(N) * C);
     require(fn, "b", b, b_is_row ? C : static_cast<long long>(N) * C);
   }
   auto a_wins = [is_max](double x, double y) { return is_max ? x >= y : x <= y; };
-  binary_backward(fn, da, db, dout, a, b, N, C, b_is_row,
-                  [a_wins](double g, double x, double y) { return a_wins(x, y) ? g : 0.0; },
-                  [a_wins](double g, double x, double y) { return a_wins(x, y) ? 0.0 : g; });
+  binary_backward(
+      fn, da, db, dout, a, b, N, C, b_is_row,
+      [a_wins](double g, double x, double y) { return a_wins(x, y) ? g : 0.0; },
+      [a_wins](double g, double x, double y) { return a_wins(x, y) ? 0.0 : g; });
 }
 
 // ================================================================ layout
 
-void copy_2d(float* dst, int ld_dst, const float* src, int ld_src, int rows, int cols, bool accumulate) {
+void copy_2d(float* dst, int ld_dst, const float* src, int ld_src, int rows, int cols,
+             bool accumulate) {
   const char* fn = "copy_2d";
   nonneg(fn, {rows, cols});
   if (ld_dst < cols || ld_src < cols)
-    bad_size(fn, "leading dimensions ld_dst " + std::to_string(ld_dst) + ", ld_src " + std::to_string(ld_src) +
-                     " must be >= cols " + std::to_string(cols));
+    bad_size(fn, "leading dimensions ld_dst " + std::to_string(ld_dst) + ", ld_src " +
+                     std::to_string(ld_src) + " must be >= cols " + std::to_string(cols));
   if (rows == 0 || cols == 0) return;
   const long long nd = static_cast<long long>(rows - 1) * ld_dst + cols;
   const long long ns = static_cast<long long>(rows - 1) * ld_src + cols;
@@ -488,7 +549,8 @@ struct ExpandPlan {
 
 ExpandPlan plan_expand(const char* fn, const BroadcastShape& s) {
   if (s.ndim < 0 || s.ndim > kMaxBroadcastDims)
-    bad_size(fn, "ndim " + std::to_string(s.ndim) + " outside [0, " + std::to_string(kMaxBroadcastDims) + "]");
+    bad_size(fn, "ndim " + std::to_string(s.ndim) + " outside [0, " +
+                     std::to_string(kMaxBroadcastDims) + "]");
   ExpandPlan p;
   for (int k = 0; k < s.ndim; ++k) {
     if (s.dims[k] < 0) bad_size(fn, "negative dim " + std::to_string(s.dims[k]));
@@ -497,8 +559,10 @@ ExpandPlan plan_expand(const char* fn, const BroadcastShape& s) {
   if (p.n == 0) return p;
   for (int k = 0; k < s.ndim; ++k) {
     const long long reach = static_cast<long long>(s.dims[k] - 1) * s.x_strides[k];
-    if (reach < 0) p.x_lo += reach;
-    else p.x_hi += reach;
+    if (reach < 0)
+      p.x_lo += reach;
+    else
+      p.x_hi += reach;
   }
   return p;
 }
@@ -594,7 +658,8 @@ void mean_backward(float* dx, const float* dout, int N, int C) {
   if (N == 0 || C == 0) return;
   check_rows("mean_backward", "dout", dout, dx, N, C);
   for (Size i = 0; i < sz(N); ++i)
-    for (Size j = 0; j < sz(C); ++j) dx[i * C + j] = static_cast<float>(dx[i * C + j] + double(dout[i]) / C);
+    for (Size j = 0; j < sz(C); ++j)
+      dx[i * C + j] = static_cast<float>(dx[i * C + j] + double(dout[i]) / C);
 }
 
 void max_backward(float* dx, const float* dout, const int* argmax, int N, int C) {
@@ -652,7 +717,8 @@ void softmax_rows(const char* fn, float* out, const float* x, int N, int C, bool
   }
 }
 
-void softmax_rows_backward(const char* fn, float* dx, const float* y, const float* dout, int N, int C, bool log) {
+void softmax_rows_backward(const char* fn, float* dx, const float* y, const float* dout, int N,
+                           int C, bool log) {
   nonneg(fn, {N, C});
   if (N == 0 || C == 0) return;
   const long long n = static_cast<long long>(N) * C;
@@ -662,7 +728,8 @@ void softmax_rows_backward(const char* fn, float* dx, const float* y, const floa
   for (Size i = 0; i < sz(N); ++i) {
     const Size o = i * C;
     double acc = 0;
-    for (Size j = 0; j < sz(C); ++j) acc += log ? double(dout[o + j]) : double(dout[o + j]) * y[o + j];
+    for (Size j = 0; j < sz(C); ++j)
+      acc += log ? double(dout[o + j]) : double(dout[o + j]) * y[o + j];
     for (Size j = 0; j < sz(C); ++j) {
       const double g = dout[o + j], yj = y[o + j];
       const double d = log ? g - std::exp(yj) * acc : yj * (g - acc);
@@ -672,7 +739,9 @@ void softmax_rows_backward(const char* fn, float* dx, const float* y, const floa
 }
 }  // namespace
 
-void softmax_forward(float* out, const float* x, int N, int C) { softmax_rows("softmax_forward", out, x, N, C, false); }
+void softmax_forward(float* out, const float* x, int N, int C) {
+  softmax_rows("softmax_forward", out, x, N, C, false);
+}
 void softmax_backward(float* dx, const float* out, const float* dout, int N, int C) {
   softmax_rows_backward("softmax_backward", dx, out, dout, N, C, false);
 }
@@ -685,8 +754,8 @@ void log_softmax_backward(float* dx, const float* out, const float* dout, int N,
 
 // ================================================================ layer norm
 
-void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* weight, const float* bias,
-                       int N, int C, float eps) {
+void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* weight,
+                       const float* bias, int N, int C, float eps) {
   const char* fn = "layernorm_forward";
   nonneg(fn, {N, C});
   if (N == 0 || C == 0) return;
@@ -704,7 +773,8 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* x, con
     m /= C;
     for (Size j = 0; j < sz(C); ++j) v += (xr[j] - m) * (xr[j] - m);
     const double rs = 1.0 / std::sqrt(v / C + eps);
-    for (Size j = 0; j < sz(C); ++j) out[i * C + j] = static_cast<float>((xr[j] - m) * rs * weight[j] + bias[j]);
+    for (Size j = 0; j < sz(C); ++j)
+      out[i * C + j] = static_cast<float>((xr[j] - m) * rs * weight[j] + bias[j]);
     mean[i] = static_cast<float>(m);
     rstd[i] = static_cast<float>(rs);
   }
@@ -740,7 +810,8 @@ void layernorm_backward(float* dx, float* dweight, float* dbias, const float* do
     sgx /= C;
     for (Size j = 0; j < sz(C); ++j) {
       const double xhat = (x[o + j] - m) * rs;
-      dx[o + j] = static_cast<float>(dx[o + j] + rs * (double(dout[o + j]) * weight[j] - sg - xhat * sgx));
+      dx[o + j] =
+          static_cast<float>(dx[o + j] + rs * (double(dout[o + j]) * weight[j] - sg - xhat * sgx));
     }
   }
   for (Size j = 0; j < sz(C); ++j) {
@@ -764,18 +835,21 @@ void gather(const char* fn, float* out, const float* x, const int* idx, int M, i
   long long hi = 0;
   for (Size m = 0; m < sz(M); ++m) hi = std::max<long long>(hi, idx[m] + 1);
   require_disjoint(fn, "out", out, 0, static_cast<long long>(M) * C, "x", x, 0, hi * C);
-  for (Size m = 0; m < sz(M); ++m) std::memcpy(out + m * C, x + sz(idx[m]) * C, sz(C) * sizeof(float));
+  for (Size m = 0; m < sz(M); ++m)
+    std::memcpy(out + m * C, x + sz(idx[m]) * C, sz(C) * sizeof(float));
 }
 
 // out[idx[m], :] += src (M,C).
-void scatter_add(const char* fn, const char* out_name, float* out, const float* src, const int* idx, int M, int C) {
+void scatter_add(const char* fn, const char* out_name, float* out, const float* src, const int* idx,
+                 int M, int C) {
   nonneg(fn, {M, C});
   if (M == 0 || C == 0) return;
   require(fn, "src", src, static_cast<long long>(M) * C);
   require(fn, "idx", idx, M);
   const long long rows = rows_from(fn, out_name, out, C);
   for (Size m = 0; m < sz(M); ++m)
-    require_index(fn, "idx", static_cast<long long>(m), idx[m], rows, "rows of the output's allocation");
+    require_index(fn, "idx", static_cast<long long>(m), idx[m], rows,
+                  "rows of the output's allocation");
   for (Size m = 0; m < sz(M); ++m) {
     float* o = out + sz(idx[m]) * C;
     const float* s = src + m * C;
@@ -784,7 +858,9 @@ void scatter_add(const char* fn, const char* out_name, float* out, const float* 
 }
 }  // namespace
 
-void gather_rows(float* out, const float* x, const int* idx, int M, int C) { gather("gather_rows", out, x, idx, M, C); }
+void gather_rows(float* out, const float* x, const int* idx, int M, int C) {
+  gather("gather_rows", out, x, idx, M, C);
+}
 void scatter_add_rows(float* out, const float* src, const int* idx, int M, int C) {
   scatter_add("scatter_add_rows", "out", out, src, idx, M, C);
 }
@@ -827,24 +903,26 @@ void take_along_last_backward(float* dx, const float* dout, const int* idx, int 
 namespace {
 // Checks row_ptr (R+1, non-decreasing, >= 0), col_idx (its entries) and, when x_name is given,
 // every neighbour against the rows that allocation holds. Returns nothing; throws.
-void check_csr(const char* fn, const int* row_ptr, const int* col_idx, int R, int C, const char* x_name,
-               const float* x) {
+void check_csr(const char* fn, const int* row_ptr, const int* col_idx, int R, int C,
+               const char* x_name, const float* x) {
   require(fn, "row_ptr", row_ptr, static_cast<long long>(R) + 1);
   for (Size r = 0; r < sz(R); ++r)
     if (row_ptr[r] < 0 || row_ptr[r + 1] < row_ptr[r])
       bad_index(fn, "row_ptr",
-                "row_ptr[" + std::to_string(r) + "] = " + std::to_string(row_ptr[r]) + ", row_ptr[" +
-                    std::to_string(r + 1) + "] = " + std::to_string(row_ptr[r + 1]) +
+                "row_ptr[" + std::to_string(r) + "] = " + std::to_string(row_ptr[r]) +
+                    ", row_ptr[" + std::to_string(r + 1) + "] = " + std::to_string(row_ptr[r + 1]) +
                     " (must be >= 0 and non-decreasing)");
   const long long e0 = row_ptr[0], e1 = row_ptr[R];
   if (e1 <= e0) return;
   require_span(fn, "col_idx", col_idx, e0, e1, sizeof(int));
   const long long rows = rows_from(fn, x_name, x, C);
-  for (long long e = e0; e < e1; ++e) require_index(fn, "col_idx", e, col_idx[e], rows, "rows of x's allocation");
+  for (long long e = e0; e < e1; ++e)
+    require_index(fn, "col_idx", e, col_idx[e], rows, "rows of x's allocation");
 }
 }  // namespace
 
-void segment_mean_forward(float* out, const float* x, const int* row_ptr, const int* col_idx, int R, int C) {
+void segment_mean_forward(float* out, const float* x, const int* row_ptr, const int* col_idx, int R,
+                          int C) {
   const char* fn = "segment_mean_forward";
   nonneg(fn, {R, C});
   if (R == 0 || C == 0) return;
@@ -858,11 +936,13 @@ void segment_mean_forward(float* out, const float* x, const int* row_ptr, const 
       const float* xr = x + sz(col_idx[e]) * C;
       for (Size c = 0; c < sz(C); ++c) acc[c] += xr[c];
     }
-    for (Size c = 0; c < sz(C); ++c) out[r * C + c] = e1 > e0 ? static_cast<float>(acc[c] / (e1 - e0)) : 0.0f;
+    for (Size c = 0; c < sz(C); ++c)
+      out[r * C + c] = e1 > e0 ? static_cast<float>(acc[c] / (e1 - e0)) : 0.0f;
   }
 }
 
-void segment_mean_backward(float* dx, const float* dout, const int* row_ptr, const int* col_idx, int R, int C) {
+void segment_mean_backward(float* dx, const float* dout, const int* row_ptr, const int* col_idx,
+                           int R, int C) {
   const char* fn = "segment_mean_backward";
   nonneg(fn, {R, C});
   if (R == 0 || C == 0) return;
@@ -879,8 +959,8 @@ void segment_mean_backward(float* dx, const float* dout, const int* row_ptr, con
   }
 }
 
-void segment_max_forward(float* out, int* argmax, const float* x, const int* row_ptr, const int* col_idx, int R,
-                         int C) {
+void segment_max_forward(float* out, int* argmax, const float* x, const int* row_ptr,
+                         const int* col_idx, int R, int C) {
   const char* fn = "segment_max_forward";
   nonneg(fn, {R, C});
   if (R == 0 || C == 0) return;
@@ -912,16 +992,52 @@ void segment_max_backward(float* dx, const float* dout, const int* argmax, int R
   for (Size i = 0; i < sz(n); ++i) {
     const int a = argmax[i];
     if (a == -1) continue;  // empty segment
-    require_index(fn, "argmax", static_cast<long long>(i), a, rows, "rows of dx's allocation, or -1");
+    require_index(fn, "argmax", static_cast<long long>(i), a, rows,
+                  "rows of dx's allocation, or -1");
     dx[sz(a) * C + i % sz(C)] += dout[i];
+  }
+}
+
+// ================================================================ optimizer
+
+void adam_update(float* params, float* m, float* v, const float* grads, std::size_t n, float lr,
+                 float beta1, float beta2, float eps, float weight_decay, bool decoupled,
+                 long long t) {
+  const char* fn = "adam_update";
+  if (t < 1) bad_size(fn, "step number t = " + std::to_string(t) + " must be >= 1");
+  if (n == 0) return;
+  const long long nn = static_cast<long long>(n);
+  require(fn, "params", params, nn);
+  require(fn, "m", m, nn);
+  require(fn, "v", v, nn);
+  require(fn, "grads", grads, nn);
+  const std::pair<const char*, const float*> bufs[] = {
+      {"params", params}, {"m", m}, {"v", v}, {"grads", grads}};
+  for (int i = 0; i < 3; ++i)
+    for (int j = i + 1; j < 4; ++j)
+      require_disjoint(fn, bufs[i].first, bufs[i].second, 0, nn, bufs[j].first, bufs[j].second, 0,
+                       nn);
+  // float, in the operation order of nn::adam_update (nn/kernels.cpp)
+  const float bc1 =
+      static_cast<float>(1.0 - std::pow(static_cast<double>(beta1), static_cast<double>(t)));
+  const float bc2 =
+      static_cast<float>(1.0 - std::pow(static_cast<double>(beta2), static_cast<double>(t)));
+  for (Size i = 0; i < n; ++i) {
+    float g = grads[i];
+    if (!decoupled) g += weight_decay * params[i];
+    m[i] = beta1 * m[i] + (1.0f - beta1) * g;
+    v[i] = beta2 * v[i] + (1.0f - beta2) * g * g;
+    const float mhat = m[i] / bc1, vhat = v[i] / bc2;
+    if (decoupled) params[i] -= lr * weight_decay * params[i];
+    params[i] -= lr * mhat / (std::sqrt(vhat) + eps);
   }
 }
 
 // ================================================================ GEMM
 
-void gemm_strided_batched(float* C, const float* A, const float* B, int batch, int M, int N, int K, bool trans_a,
-                          bool trans_b, float alpha, float beta, long long stride_a, long long stride_b,
-                          long long stride_c) {
+void gemm_strided_batched(float* C, const float* A, const float* B, int batch, int M, int N, int K,
+                          bool trans_a, bool trans_b, float alpha, float beta, long long stride_a,
+                          long long stride_b, long long stride_c) {
   const char* fn = "gemm";
   nonneg(fn, {batch, M, N, K});
   if (batch == 0 || M == 0 || N == 0) return;
@@ -934,10 +1050,11 @@ void gemm_strided_batched(float* C, const float* A, const float* B, int batch, i
   span(stride_c, static_cast<long long>(M) * N, c_lo, c_hi);
   require_span(fn, "C", C, c_lo, c_hi, sizeof(float));
   if (batch > 1 && std::llabs(stride_c) < static_cast<long long>(M) * N)
-    throw std::logic_error("gemm: stride_c " + std::to_string(stride_c) + " < M*N = " +
-                           std::to_string(static_cast<long long>(M) * N) +
+    throw std::logic_error("gemm: stride_c " + std::to_string(stride_c) +
+                           " < M*N = " + std::to_string(static_cast<long long>(M) * N) +
                            ": the batch's C matrices overlap (a race on the GPU)");
-  const bool reads_ab = K > 0 && alpha != 0.0f;  // BLAS: alpha == 0 (or K == 0) reads neither A nor B
+  const bool reads_ab =
+      K > 0 && alpha != 0.0f;  // BLAS: alpha == 0 (or K == 0) reads neither A nor B
   if (reads_ab) {
     span(stride_a, static_cast<long long>(M) * K, a_lo, a_hi);
     span(stride_b, static_cast<long long>(K) * N, b_lo, b_hi);
@@ -982,8 +1099,8 @@ void gemm_strided_batched(float* C, const float* A, const float* B, int batch, i
   }
 }
 
-void gemm(float* C, const float* A, const float* B, int M, int N, int K, bool trans_a, bool trans_b, float alpha,
-          float beta) {
+void gemm(float* C, const float* A, const float* B, int M, int N, int K, bool trans_a, bool trans_b,
+          float alpha, float beta) {
   gemm_strided_batched(C, A, B, 1, M, N, K, trans_a, trans_b, alpha, beta, 0, 0, 0);
 }
 
@@ -1001,7 +1118,8 @@ void attention_forward(float* out, float* att, const float* q, const float* k, c
   const char* fn = "attention_forward";
   attention_sizes(fn, BH, Tq, Tk, D, causal);
   if (BH == 0 || Tq == 0) return;
-  const long long nq = static_cast<long long>(BH) * Tq * D, nk = static_cast<long long>(BH) * Tk * D,
+  const long long nq = static_cast<long long>(BH) * Tq * D,
+                  nk = static_cast<long long>(BH) * Tk * D,
                   na = static_cast<long long>(BH) * Tq * Tk;
   require(fn, "out", out, nq);
   require(fn, "att", att, na);
@@ -1044,13 +1162,14 @@ void attention_forward(float* out, float* att, const float* q, const float* k, c
     }
 }
 
-void attention_backward(float* dq, float* dk, float* dv, float* dpos_bias, float* scratch, const float* dout,
-                        const float* q, const float* k, const float* v, const float* att, int BH, int Tq, int Tk,
-                        int D) {
+void attention_backward(float* dq, float* dk, float* dv, float* dpos_bias, float* scratch,
+                        const float* dout, const float* q, const float* k, const float* v,
+                        const float* att, int BH, int Tq, int Tk, int D) {
   const char* fn = "attention_backward";
   attention_sizes(fn, BH, Tq, Tk, D, false);
   if (BH == 0 || Tq == 0) return;
-  const long long nq = static_cast<long long>(BH) * Tq * D, nk = static_cast<long long>(BH) * Tk * D,
+  const long long nq = static_cast<long long>(BH) * Tq * D,
+                  nk = static_cast<long long>(BH) * Tk * D,
                   na = static_cast<long long>(BH) * Tq * Tk;
   require(fn, "dq", dq, nq);
   require(fn, "dk", dk, nk);
@@ -1064,10 +1183,14 @@ void attention_backward(float* dq, float* dk, float* dv, float* dpos_bias, float
   require(fn, "att", att, na);
   const std::tuple<const char*, const float*, long long> inputs[] = {
       {"dout", dout, nq}, {"q", q, nq}, {"k", k, nk}, {"v", v, nk}, {"att", att, na}};
-  const std::tuple<const char*, const float*, long long> outputs[] = {
-      {"dq", dq, nq}, {"dk", dk, nk}, {"dv", dv, nk}, {"dpos_bias", dpos_bias, na}, {"scratch", scratch, na}};
+  const std::tuple<const char*, const float*, long long> outputs[] = {{"dq", dq, nq},
+                                                                      {"dk", dk, nk},
+                                                                      {"dv", dv, nk},
+                                                                      {"dpos_bias", dpos_bias, na},
+                                                                      {"scratch", scratch, na}};
   for (const auto& [oname, o, on] : outputs)
-    for (const auto& [iname, ip, in] : inputs) require_disjoint(fn, oname, o, 0, on, iname, ip, 0, in);
+    for (const auto& [iname, ip, in] : inputs)
+      require_disjoint(fn, oname, o, 0, on, iname, ip, 0, in);
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
   std::vector<double> gq(sz(Tq) * D), gk(sz(Tk) * D), gv(sz(Tk) * D);
   for (Size h = 0; h < sz(BH); ++h) {
@@ -1100,7 +1223,8 @@ void attention_backward(float* dq, float* dk, float* dv, float* dpos_bias, float
         }
       }
     }
-    for (Size e = 0; e < gq.size(); ++e) dq[h * Tq * D + e] = static_cast<float>(dq[h * Tq * D + e] + gq[e]);
+    for (Size e = 0; e < gq.size(); ++e)
+      dq[h * Tq * D + e] = static_cast<float>(dq[h * Tq * D + e] + gq[e]);
     for (Size e = 0; e < gk.size(); ++e) {
       dk[h * Tk * D + e] = static_cast<float>(dk[h * Tk * D + e] + gk[e]);
       dv[h * Tk * D + e] = static_cast<float>(dv[h * Tk * D + e] + gv[e]);
@@ -1110,7 +1234,8 @@ void attention_backward(float* dq, float* dk, float* dv, float* dpos_bias, float
 
 // ================================================================ relative shift
 
-void rel_shift_forward(float* out, const float* bd, int BH, int S, int K, int P, int base, float scale) {
+void rel_shift_forward(float* out, const float* bd, int BH, int S, int K, int P, int base,
+                       float scale) {
   const char* fn = "rel_shift_forward";
   nonneg(fn, {BH, S, K, P});
   const long long no = static_cast<long long>(BH) * S * K, nb = static_cast<long long>(BH) * S * P;
@@ -1121,12 +1246,14 @@ void rel_shift_forward(float* out, const float* bd, int BH, int S, int K, int P,
   for (Size b = 0; b < sz(BH); ++b)
     for (Size i = 0; i < sz(S); ++i)
       for (Size j = 0; j < sz(K); ++j) {
-        const long long p = static_cast<long long>(base) + static_cast<long long>(i) - static_cast<long long>(j);
+        const long long p =
+            static_cast<long long>(base) + static_cast<long long>(i) - static_cast<long long>(j);
         out[(b * S + i) * K + j] = (p >= 0 && p < P) ? scale * bd[(b * S + i) * P + sz(p)] : 0.0f;
       }
 }
 
-void rel_shift_backward(float* dbd, const float* dout, int BH, int S, int K, int P, int base, float scale) {
+void rel_shift_backward(float* dbd, const float* dout, int BH, int S, int K, int P, int base,
+                        float scale) {
   const char* fn = "rel_shift_backward";
   nonneg(fn, {BH, S, K, P});
   const long long no = static_cast<long long>(BH) * S * K, nb = static_cast<long long>(BH) * S * P;
@@ -1137,7 +1264,8 @@ void rel_shift_backward(float* dbd, const float* dout, int BH, int S, int K, int
   for (Size b = 0; b < sz(BH); ++b)
     for (Size i = 0; i < sz(S); ++i)
       for (Size j = 0; j < sz(K); ++j) {
-        const long long p = static_cast<long long>(base) + static_cast<long long>(i) - static_cast<long long>(j);
+        const long long p =
+            static_cast<long long>(base) + static_cast<long long>(i) - static_cast<long long>(j);
         if (p >= 0 && p < P) dbd[(b * S + i) * P + sz(p)] += scale * dout[(b * S + i) * K + j];
       }
 }

@@ -2,7 +2,6 @@
 // throw naming the function and the argument, fresh device memory reads as NaN, out-of-range
 // index values throw, and freed memory is no longer "device" memory.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -45,23 +44,34 @@ TEST_CASE("cuda/host-double checker rejects a host pointer passed to a kernel", 
   std::vector<float> c(16);
   check_logic_error([&] { gemm(c.data(), a.data(), b.data(), 4, 4, 3, false, false); },
                     {"gemm", "argument C", "host pointer or out of bounds"});
-  check_logic_error([&] { gemm(out.data(), host.data(), b.data(), 4, 4, 3, false, false); }, {"gemm", "argument A"});
+  check_logic_error([&] { gemm(out.data(), host.data(), b.data(), 4, 4, 3, false, false); },
+                    {"gemm", "argument A"});
   // the host side of a copy must not be device memory
-  check_logic_error([&] { copy_to_device(out.data(), a.data(), 4); }, {"copy_to_device", "src_host"});
-  check_logic_error([&] { copy_to_host(host.data(), host.data() + 8, 4); }, {"copy_to_host", "argument src"});
+  check_logic_error([&] { copy_to_device(out.data(), a.data(), 4); },
+                    {"copy_to_device", "src_host"});
+  check_logic_error([&] { copy_to_host(host.data(), host.data() + 8, 4); },
+                    {"copy_to_host", "argument src"});
 }
 
 TEST_CASE("cuda/host-double checker rejects an out-of-bounds extent", "[host-double]") {
   DeviceBuffer x(10), y(10), a(12), b(12), c(16);
-  check_logic_error([&] { relu_forward(y.data(), x.data(), 11); }, {"relu_forward", "argument out"});
-  check_logic_error([&] { scale_forward(y.data() + 5, x.data(), 2.0f, 6); }, {"scale_forward", "argument out"});
+  check_logic_error([&] { relu_forward(y.data(), x.data(), 11); },
+                    {"relu_forward", "argument out"});
+  check_logic_error([&] { scale_forward(y.data() + 5, x.data(), 2.0f, 6); },
+                    {"scale_forward", "argument out"});
   // gemm's A is (M,K) = (4,4): 16 elements, the buffer holds 12
-  check_logic_error([&] { gemm(c.data(), a.data(), b.data(), 4, 3, 4, false, false); }, {"gemm", "argument A"});
+  check_logic_error([&] { gemm(c.data(), a.data(), b.data(), 4, 3, 4, false, false); },
+                    {"gemm", "argument A"});
   // strided batched: the second B matrix runs past the end
   DeviceBuffer cc(32);
-  check_logic_error([&] { gemm_strided_batched(cc.data(), a.data(), b.data(), 2, 2, 2, 3, false, false, 1.0f, 0.0f, 6, 8, 16); },
-                    {"gemm", "argument B"});
-  check_logic_error([&] { copy_2d(y.data(), 5, x.data(), 5, 3, 5, false); }, {"copy_2d", "argument dst"});
+  check_logic_error(
+      [&] {
+        gemm_strided_batched(cc.data(), a.data(), b.data(), 2, 2, 2, 3, false, false, 1.0f, 0.0f, 6,
+                             8, 16);
+      },
+      {"gemm", "argument B"});
+  check_logic_error([&] { copy_2d(y.data(), 5, x.data(), 5, 3, 5, false); },
+                    {"copy_2d", "argument dst"});
   // a stale pointer: freed memory is no longer device memory
   float* stale = nullptr;
   {
@@ -70,7 +80,8 @@ TEST_CASE("cuda/host-double checker rejects an out-of-bounds extent", "[host-dou
   }
   check_logic_error([&] { fill_zero(stale, 8 * sizeof(float)); }, {"fill_zero", "argument dst"});
   // outputs may not overlap the inputs of a gather-type kernel
-  check_logic_error([&] { swap_axes(x.data(), x.data(), 1, 2, 1, 5, 1, false); }, {"swap_axes", "overlaps"});
+  check_logic_error([&] { swap_axes(x.data(), x.data(), 1, 2, 1, 5, 1, false); },
+                    {"swap_axes", "overlaps"});
   // zero sizes touch nothing, even through null pointers
   relu_forward(nullptr, nullptr, 0);
   gemm(nullptr, nullptr, nullptr, 0, 4, 4, false, false);
@@ -101,7 +112,8 @@ TEST_CASE("cuda/host-double checker rejects an index out of range", "[host-doubl
   std::vector<int> bad = {1, 4};  // x has 4 rows
   DeviceIndexBuffer idx(2);
   idx.upload(bad.data());
-  check_logic_error([&] { gather_rows(out.data(), x.data(), idx.data(), 2, 3); }, {"gather_rows", "argument idx", "4"});
+  check_logic_error([&] { gather_rows(out.data(), x.data(), idx.data(), 2, 3); },
+                    {"gather_rows", "argument idx", "4"});
   // take_along_last: indices must be in [0, C)
   std::vector<int> cols = {0, 3};
   DeviceIndexBuffer cidx(2);
@@ -114,15 +126,18 @@ TEST_CASE("cuda/host-double checker rejects an index out of range", "[host-doubl
   d_rp.upload(rp.data());
   d_ci.upload(ci.data());
   d_rp_bad.upload(rp_bad.data());
-  check_logic_error([&] { segment_mean_forward(out.data(), x.data(), d_rp.data(), d_ci.data(), 2, 3); },
-                    {"segment_mean_forward", "argument col_idx"});
-  check_logic_error([&] { segment_mean_forward(out.data(), x.data(), d_rp_bad.data(), d_ci.data(), 2, 3); },
-                    {"segment_mean_forward", "argument row_ptr"});
+  check_logic_error(
+      [&] { segment_mean_forward(out.data(), x.data(), d_rp.data(), d_ci.data(), 2, 3); },
+      {"segment_mean_forward", "argument col_idx"});
+  check_logic_error(
+      [&] { segment_mean_forward(out.data(), x.data(), d_rp_bad.data(), d_ci.data(), 2, 3); },
+      {"segment_mean_forward", "argument row_ptr"});
   // max_backward: argmax must be a column
   std::vector<int> am = {2, -1};
   DeviceIndexBuffer d_am(2);
   d_am.upload(am.data());
   DeviceBuffer g(2);
   g.zero();
-  check_logic_error([&] { max_backward(x.data(), g.data(), d_am.data(), 2, 3); }, {"max_backward", "argument argmax"});
+  check_logic_error([&] { max_backward(x.data(), g.data(), d_am.data(), 2, 3); },
+                    {"max_backward", "argument argmax"});
 }
