@@ -84,6 +84,9 @@ TEST_CASE("nn/cuda policy network trains like the cpu one", "[cuda][nn]") {
   nn::AdamConfig config;
   config.lr = 1e-2;
   config.weight_decay = 0.01;
+  // eps well above the rounding noise of tiny gradients: with eps = 1e-8 Adam multiplies a
+  // 1e-9 cpu/device difference of a near-zero gradient by lr / eps = 1e6.
+  config.eps = 1e-5;
   nn::Adam opt_cpu(cpu.params, config), opt_gpu(gpu.params, config);
   for (int step = 0; step < 3; ++step) {
     cpu.params.zero_grad();
