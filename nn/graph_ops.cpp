@@ -48,8 +48,7 @@ BasicVar<T> segment_mean(const BasicVar<T>& x, const std::shared_ptr<const Adjac
 #ifdef GDP_HAVE_CUDA
   if constexpr (std::is_same_v<T, float>)
     if (detail::on_device<T>({&x})) {
-      const Csr& rows = rows_of(*adj, dir);
-      return detail::cuda_ops::segment_mean(x, rows.row_ptr, rows.col_idx);
+      return detail::cuda_ops::segment_mean(x, rows_of(*adj, dir));
     }
 #endif
   detail::require_cpu<T>("segment_mean", {&x});
@@ -81,8 +80,7 @@ BasicVar<T> segment_max(const BasicVar<T>& x, const std::shared_ptr<const Adjace
 #ifdef GDP_HAVE_CUDA
   if constexpr (std::is_same_v<T, float>)
     if (detail::on_device<T>({&x})) {
-      const Csr& rows = rows_of(*adj, dir);
-      return detail::cuda_ops::segment_max(x, rows.row_ptr, rows.col_idx);
+      return detail::cuda_ops::segment_max(x, rows_of(*adj, dir));
     }
 #endif
   detail::require_cpu<T>("segment_max", {&x});

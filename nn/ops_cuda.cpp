@@ -696,15 +696,26 @@ Var transpose(const Var& x, int64_t axis0, int64_t axis1) {
 // ---- CSR segments (graph_ops) ------------------------------------------------------------------
 
 namespace {
-Var segment_op(const char* op, const Var& x, const std::vector<int32_t>& row_ptr,
-               const std::vector<int32_t>& col_idx, bool is_max) {
+struct DeviceCsr {
+  IndexBuffer row_ptr, col_idx;
+};
+
+// The device copy of csr, uploaded on first use and kept in csr.device_copy.
+std::shared_ptr<const DeviceCsr> device_csr(const Csr& csr) {
+  if (!csr.device_copy)
+    csr.device_copy = std::make_shared<const DeviceCsr>(DeviceCsr{upload_int32(csr.row_ptr), upload_int32(csr.col_idx)});
+  return std::static_pointer_cast<const DeviceCsr>(csr.device_copy);
+}
+
+Var segment_op(const char* op, const Var& x, const Csr& csr, bool is_max) {
   require_cuda(op, {&x});
   const Tensor xv = dense(op, x);
   if (xv.ndim() != 2) throw std::invalid_argument(std::string("nn::") + op + ": x must be (N, C)");
-  if (row_ptr.empty()) throw std::invalid_argument(std::string("nn::") + op + ": empty row_ptr");
-  const int R = to_int(op, static_cast<int64_t>(row_ptr.size()) - 1), C = to_int(op, xv.dim(1));
+  if (csr.row_ptr.empty()) throw std::invalid_argument(std::string("nn::") + op + ": empty row_ptr");
+  const int R = to_int(op, static_cast<int64_t>(csr.row_ptr.size()) - 1), C = to_int(op, xv.dim(1));
   to_int(op, xv.dim(0));
-  IndexBuffer rp = upload_int32(row_ptr), ci = upload_int32(col_idx);
+  const std::shared_ptr<const DeviceCsr> dev = device_csr(csr);
+  const IndexBuffer rp = dev->row_ptr, ci = dev->col_idx;
   Tensor y = device_empty({static_cast<int64_t>(R), static_cast<int64_t>(C)});
   std::shared_ptr<gdp::cuda::DeviceIndexBuffer> argmax;
   if (is_max) argmax = std::make_shared<gdp::cuda::DeviceIndexBuffer>(static_cast<std::size_t>(R) * C);
@@ -726,12 +737,8 @@ Var segment_op(const char* op, const Var& x, const std::vector<int32_t>& row_ptr
 }
 }  // namespace
 
-Var segment_mean(const Var& x, const std::vector<int32_t>& row_ptr, const std::vector<int32_t>& col_idx) {
-  return segment_op("segment_mean", x, row_ptr, col_idx, false);
-}
-Var segment_max(const Var& x, const std::vector<int32_t>& row_ptr, const std::vector<int32_t>& col_idx) {
-  return segment_op("segment_max", x, row_ptr, col_idx, true);
-}
+Var segment_mean(const Var& x, const Csr& csr) { return segment_op("segment_mean", x, csr, false); }
+Var segment_max(const Var& x, const Csr& csr) { return segment_op("segment_max", x, csr, true); }
 
 // ---- Transformer-XL relative attention ---------------------------------------------------------
 // Per head: content scores (q + u) k^T and position scores (q + vb) rk^T as strided-batched GEMMs,

@@ -12,6 +12,7 @@
 
 #include "nn/attention.h"
 #include "nn/autograd.h"
+#include "nn/segment.h"
 #include "nn/tensor.h"
 #ifdef GDP_HAVE_CUDA
 #include "cuda/kernels.h"  // plain C++ (MapOp)
@@ -68,9 +69,9 @@ Var expand(const Var& x, const Shape& shape);  // broadcast to shape (NumPy rule
 Var concat(const std::vector<Var>& parts, int64_t axis);
 Var slice(const Var& x, int64_t axis, int64_t start, int64_t end);
 Var transpose(const Var& x, int64_t axis0, int64_t axis1);
-// CSR over the rows of x (R = row_ptr.size() - 1 output rows).
-Var segment_mean(const Var& x, const std::vector<int32_t>& row_ptr, const std::vector<int32_t>& col_idx);
-Var segment_max(const Var& x, const std::vector<int32_t>& row_ptr, const std::vector<int32_t>& col_idx);
+// CSR over the rows of x (csr.num_rows output rows); the CSR is uploaded once and cached in it.
+Var segment_mean(const Var& x, const Csr& csr);
+Var segment_max(const Var& x, const Csr& csr);
 Var rel_attention(const Var& q, const Var& k, const Var& v, const Var& rk, const Var& u, const Var& vb,
                   const RelAttentionDims& dims);
 void accumulate(Tensor& dst, const Tensor& src);  // dst += src on the device

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace gdp::nn {
@@ -17,6 +18,9 @@ struct Csr {
   int32_t num_cols = 0;          // N (range of col_idx)
   std::vector<int32_t> row_ptr;  // (R + 1)
   std::vector<int32_t> col_idx;  // (E)
+  // Backend cache: row_ptr/col_idx uploaded to the device on the first device op that reads this
+  // Csr (nn/ops_cuda.cpp), then reused. A Csr must not change once a device op has used it.
+  mutable std::shared_ptr<const void> device_copy;
 
   int32_t num_entries() const { return static_cast<int32_t>(col_idx.size()); }
   int32_t degree(int32_t r) const { return row_ptr[r + 1] - row_ptr[r]; }
