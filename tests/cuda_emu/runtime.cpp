@@ -52,7 +52,10 @@ cudaError_t cudaGetDeviceCount(int* count) {
 }
 
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
-  if (device != 0) return fail(cudaErrorInvalidDevice, "cudaGetDeviceProperties", "no such device");
+  if (device != 0) {  // an expected answer to a query: no message
+    emu::detail::set_error(cudaErrorInvalidDevice);
+    return cudaErrorInvalidDevice;
+  }
   *prop = cudaDeviceProp{};
   std::snprintf(prop->name, sizeof(prop->name), "gdp CUDA emulator (CPU)");
   prop->totalGlobalMem = emu::detail::kDeviceBytes;
