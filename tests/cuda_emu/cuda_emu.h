@@ -118,6 +118,9 @@ std::uint32_t shuffle(unsigned int mask, std::uint32_t value, int src_lane, cons
 void syncthreads();
 // Lane of the calling thread (linear thread index % 32).
 int lane_id();
+// Fills a __shared__ array with 0xff bytes (NaN as float) the first time a block reaches its
+// declaration (rewrite.py adds the call), as fresh shared memory holds garbage.
+void fresh_shared(void* array, std::size_t bytes);
 
 template <class T>
 std::uint32_t to_bits(T v) {

@@ -3,7 +3,9 @@
 // round-robin, with warp shuffles and __syncthreads as barriers.
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "cuda_emu.h"
@@ -51,6 +53,8 @@ std::vector<Fiber> g_pool;
 std::vector<bool> g_pool_fresh;  // needs fiber_prepare (new, or abandoned after an error)
 
 Stats g_stats;
+unsigned long long g_block_serial = 0;  // counts every block of every launch
+std::unordered_map<void*, unsigned long long> g_shared_filled;  // __shared__ array -> block that filled it
 
 [[noreturn]] void fatal(const std::string& msg) {
   std::fprintf(stderr, "cuda emulator: %s\n", msg.c_str());
@@ -189,6 +193,13 @@ int lane_id() {
 
 void syncthreads() { wait_here(State::AtSync); }
 
+void fresh_shared(void* array, std::size_t bytes) {
+  unsigned long long& filled = g_shared_filled[array];
+  if (filled == g_block_serial) return;
+  std::memset(array, 0xff, bytes);
+  filled = g_block_serial;
+}
+
 std::uint32_t shuffle(unsigned int mask, std::uint32_t value, int src_lane, const char* what) {
   if (g_active && g_run.fibers) {
     GpuThread& me = g_run.threads[g_run.current];
@@ -234,6 +245,7 @@ void launch_impl(const KernelSite& site, dim3 grid, dim3 block, std::size_t smem
     for (unsigned int y = 0; y < grid.y && err.empty(); ++y)
       for (unsigned int x = 0; x < grid.x && err.empty(); ++x) {
         g_block_idx = uint3{x, y, z};
+        ++g_block_serial;
         ++g_stats.blocks;
         g_stats.threads += nt;
         if (g_run.fibers) {

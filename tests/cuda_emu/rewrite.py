@@ -7,7 +7,9 @@ where `barriers` says whether the kernel can reach __syncthreads or a warp shuff
 or the body of a __device__ function it names (transitively, in this file or in the headers
 given with --scan), mentions __syncthreads, __syncwarp or __shfl*. Such kernels run one fiber
 per GPU thread; the others run each GPU thread as a plain call (the emulator aborts with a
-clear message if a plain-call kernel reaches a barrier anyway).
+clear message if a plain-call kernel reaches a barrier anyway). Each `__shared__` array is
+refilled with 0xff bytes (NaN as float) at the start of every block, as fresh shared memory
+holds garbage, not the previous block's values.
 
 Line numbers are kept (a #line directive, and each replacement ends with the newlines of
 the launch it replaces), so compiler messages point into the .cu file.
@@ -182,6 +184,21 @@ def rewrite(src, code, flags):
     return "".join(out), count
 
 
+SHARED = re.compile(r"__shared__\s+[^;{}()]*?\b([A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)*;")
+
+
+def poison_shared(src, code):
+    """After each `__shared__ T name[...];` add a call that refills the array with 0xff bytes
+    (NaN as float) once per block, so reading an element the block never wrote shows."""
+    out, pos = [], 0
+    for m in SHARED.finditer(code):
+        out.append(src[pos:m.end()])
+        out.append(" ::emu::detail::fresh_shared(%s, sizeof(%s));" % (m.group(1), m.group(1)))
+        pos = m.end()
+    out.append(src[pos:])
+    return "".join(out)
+
+
 def main(argv):
     args = argv[1:]
     listing = "--list" in args
@@ -200,6 +217,7 @@ def main(argv):
     syncing = barrier_functions([code] + headers)
     flags = kernel_flags(code, syncing)
     text, count = rewrite(src, code, flags)
+    text = poison_shared(text, strip_comments_and_strings(text))
     if listing:
         for name in sorted(flags):
             print("%-45s %s" % (name, "fibers" if flags[name] else "plain calls"))
