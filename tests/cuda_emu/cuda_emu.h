@@ -3,7 +3,8 @@
 // Only the emulator targets see it (as cuda_runtime.h / cublas_v2.h, tests/cuda_emu/include).
 //
 // Model: blocks run one after another; inside a block every GPU thread is a fiber on ONE OS
-// thread, scheduled round-robin in thread order (deterministic). __syncthreads is a block
+// thread, scheduled round-robin (deterministic: increasing thread order in even blocks,
+// decreasing in odd ones). __syncthreads is a block
 // barrier (exited threads count as arrived); __shfl_*_sync is a warp barrier with a real
 // exchange between the 32 lanes. Kernels that never reach a barrier (as flagged by
 // rewrite.py) run each GPU thread as a plain call instead. See docs/cuda.md, "CUDA emulator".

@@ -1,6 +1,7 @@
 // Kernel launches of the CUDA emulator: launch checks, blocks in order, and inside a block
 // either plain calls (kernels without barriers) or one fiber per GPU thread scheduled
-// round-robin, with warp shuffles and __syncthreads as barriers.
+// round-robin (increasing thread order in even blocks, decreasing in odd ones), with warp
+// shuffles and __syncthreads as barriers.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -86,7 +87,9 @@ void block_dims_of(unsigned int linear, uint3& idx) {
 }
 
 // Returns an error message when the block cannot finish (a deadlock or a broken shuffle).
-std::string run_block_fibers() {
+// Even blocks run their threads in increasing order, odd blocks in decreasing order, so a
+// missing barrier shows whichever side of it the consumer thread is on.
+std::string run_block_fibers(bool reverse) {
   const unsigned int nt = g_run.nt;
   auto& th = g_run.threads;
   for (unsigned int t = 0; t < nt; ++t) {
@@ -98,7 +101,8 @@ std::string run_block_fibers() {
     }
   }
   for (;;) {
-    for (unsigned int t = 0; t < nt; ++t) {
+    for (unsigned int k = 0; k < nt; ++k) {
+      const unsigned int t = reverse ? nt - 1 - k : k;
       if (th[t].state != State::Ready) continue;
       g_run.current = t;
       g_thread_idx = th[t].idx;
@@ -249,7 +253,7 @@ void launch_impl(const KernelSite& site, dim3 grid, dim3 block, std::size_t smem
         ++g_stats.blocks;
         g_stats.threads += nt;
         if (g_run.fibers) {
-          err = run_block_fibers();
+          err = run_block_fibers(((x + grid.x * (y + grid.y * z)) & 1u) != 0);
           if (!err.empty()) err = where() + ": " + err;
         } else {
           for (unsigned int t = 0; t < nt; ++t) {
