@@ -68,6 +68,24 @@ TEST_CASE("cuda_emu/syncthreads waits for the block; exited threads count as arr
   cudaFree(out);
 }
 
+TEST_CASE("cuda_emu/shared memory is fresh (NaN) in every block", "[cuda_emu]") {
+  float* out = dev<float>(2 * 64);
+  run(true, 2, 64, [=] {
+    __shared__ float buf[64];
+    emu::detail::fresh_shared(buf, sizeof(buf));  // what rewrite.py adds after a __shared__ declaration
+    int t = threadIdx.x;
+    if (blockIdx.x == 0 || t % 2 == 0) buf[t] = 1.0f;  // block 1 writes only the even elements
+    __syncthreads();
+    out[blockIdx.x * 64 + t] = buf[t];
+  });
+  REQUIRE(cudaGetLastError() == cudaSuccess);
+  for (int t = 0; t < 64; ++t) {
+    CHECK(out[t] == 1.0f);
+    CHECK((t % 2 == 0 ? out[64 + t] == 1.0f : std::isnan(out[64 + t])));
+  }
+  cudaFree(out);
+}
+
 TEST_CASE("cuda_emu/deadlocks and shuffles naming exited lanes fail the launch", "[cuda_emu]") {
   run(true, 1, 64, [] {  // half a warp at a barrier, the other half in a full-warp shuffle
     if (threadIdx.x < 16) __syncthreads();
