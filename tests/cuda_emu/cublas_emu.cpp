@@ -1,11 +1,12 @@
 // cuBLAS of the emulator: SGEMM with the reference BLAS definition in column-major storage,
 // float accumulation (the default math mode: true fp32), cuBLAS's argument checks, and a
 // check that every operand a call touches lies inside one live device allocation.
+#include "cublas_emu.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <string>
 
-#include "cublas_emu.h"
 #include "emu_state.h"
 
 struct cublasContext {
@@ -21,11 +22,12 @@ cublasStatus_t invalid(const char* call, const std::string& why) {
 
 // Whether the rows x cols column-major matrices at p + b * stride (b < batch), leading
 // dimension ld, lie inside one device allocation.
-bool operand_in_device(const float* p, long long rows, long long cols, long long ld, long long stride,
-                       long long batch) {
+bool operand_in_device(const float* p, long long rows, long long cols, long long ld,
+                       long long stride, long long batch) {
   if (rows == 0 || cols == 0 || batch == 0) return true;
   long long last = (cols - 1) * ld + rows - 1;  // of one matrix
-  long long lo = std::min(0LL, stride * (batch - 1)), hi = std::max(0LL, stride * (batch - 1)) + last;
+  long long lo = std::min(0LL, stride * (batch - 1)),
+            hi = std::max(0LL, stride * (batch - 1)) + last;
   return emu::detail::device_range(p + lo, static_cast<std::size_t>(hi - lo + 1) * sizeof(float));
 }
 
@@ -50,29 +52,40 @@ cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
 
 const char* cublasGetStatusString(cublasStatus_t status) {
   switch (status) {
-    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
-    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
-    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
-    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
-    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_SUCCESS:
+      return "CUBLAS_STATUS_SUCCESS";
+    case CUBLAS_STATUS_NOT_INITIALIZED:
+      return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED:
+      return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE:
+      return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_EXECUTION_FAILED:
+      return "CUBLAS_STATUS_EXECUTION_FAILED";
   }
   return "CUBLAS_STATUS_UNKNOWN";
 }
 
-cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
-                                         int m, int n, int k, const float* alpha, const float* A, int lda,
-                                         long long stride_a, const float* B, int ldb, long long stride_b,
-                                         const float* beta, float* C, int ldc, long long stride_c, int batch) {
+cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa,
+                                         cublasOperation_t transb, int m, int n, int k,
+                                         const float* alpha, const float* A, int lda,
+                                         long long stride_a, const float* B, int ldb,
+                                         long long stride_b, const float* beta, float* C, int ldc,
+                                         long long stride_c, int batch) {
   const char* call = "cublasSgemmStridedBatched";
   if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
-  if (transa == CUBLAS_OP_C || transb == CUBLAS_OP_C) return invalid(call, "CUBLAS_OP_C is not emulated");
+  if (transa == CUBLAS_OP_C || transb == CUBLAS_OP_C)
+    return invalid(call, "CUBLAS_OP_C is not emulated");
   const bool ta = transa == CUBLAS_OP_T, tb = transb == CUBLAS_OP_T;
   if (m < 0 || n < 0 || k < 0 || batch < 0) return invalid(call, "negative size");
   const int rows_a = ta ? k : m, cols_a = ta ? m : k;  // A as stored
   const int rows_b = tb ? n : k, cols_b = tb ? k : n;
-  if (lda < std::max(1, rows_a)) return invalid(call, "lda " + std::to_string(lda) + " < rows of A " + std::to_string(rows_a));
-  if (ldb < std::max(1, rows_b)) return invalid(call, "ldb " + std::to_string(ldb) + " < rows of B " + std::to_string(rows_b));
-  if (ldc < std::max(1, m)) return invalid(call, "ldc " + std::to_string(ldc) + " < m " + std::to_string(m));
+  if (lda < std::max(1, rows_a))
+    return invalid(call, "lda " + std::to_string(lda) + " < rows of A " + std::to_string(rows_a));
+  if (ldb < std::max(1, rows_b))
+    return invalid(call, "ldb " + std::to_string(ldb) + " < rows of B " + std::to_string(rows_b));
+  if (ldc < std::max(1, m))
+    return invalid(call, "ldc " + std::to_string(ldc) + " < m " + std::to_string(m));
   if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;
   const float a = *alpha, b = *beta;
   const bool reads_ab = k > 0 && a != 0.0f;
@@ -91,8 +104,10 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_
         float acc = 0.0f;
         if (reads_ab)
           for (int l = 0; l < k; ++l) {
-            const float av = ta ? Ap[l + static_cast<long long>(i) * lda] : Ap[i + static_cast<long long>(l) * lda];
-            const float bv = tb ? Bp[j + static_cast<long long>(l) * ldb] : Bp[l + static_cast<long long>(j) * ldb];
+            const float av = ta ? Ap[l + static_cast<long long>(i) * lda]
+                                : Ap[i + static_cast<long long>(l) * lda];
+            const float bv = tb ? Bp[j + static_cast<long long>(l) * ldb]
+                                : Bp[l + static_cast<long long>(j) * ldb];
             acc += av * bv;
           }
         float& c = Cp[i + static_cast<long long>(j) * ldc];
@@ -102,8 +117,10 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_
   return CUBLAS_STATUS_SUCCESS;
 }
 
-cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
-                           int k, const float* alpha, const float* A, int lda, const float* B, int ldb,
-                           const float* beta, float* C, int ldc) {
-  return cublasSgemmStridedBatched(handle, transa, transb, m, n, k, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1);
+cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa,
+                           cublasOperation_t transb, int m, int n, int k, const float* alpha,
+                           const float* A, int lda, const float* B, int ldb, const float* beta,
+                           float* C, int ldc) {
+  return cublasSgemmStridedBatched(handle, transa, transb, m, n, k, alpha, A, lda, 0, B, ldb, 0,
+                                   beta, C, ldc, 0, 1);
 }

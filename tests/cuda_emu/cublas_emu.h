@@ -24,10 +24,13 @@ cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode);
 const char* cublasGetStatusString(cublasStatus_t status);
 
 // C (m,n) = alpha op(A) (m,k) op(B) (k,n) + beta C, all column-major.
-cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
-                           int k, const float* alpha, const float* A, int lda, const float* B, int ldb,
-                           const float* beta, float* C, int ldc);
-cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
-                                         int m, int n, int k, const float* alpha, const float* A, int lda,
-                                         long long stride_a, const float* B, int ldb, long long stride_b,
-                                         const float* beta, float* C, int ldc, long long stride_c, int batch);
+cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa,
+                           cublasOperation_t transb, int m, int n, int k, const float* alpha,
+                           const float* A, int lda, const float* B, int ldb, const float* beta,
+                           float* C, int ldc);
+cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa,
+                                         cublasOperation_t transb, int m, int n, int k,
+                                         const float* alpha, const float* A, int lda,
+                                         long long stride_a, const float* B, int ldb,
+                                         long long stride_b, const float* beta, float* C, int ldc,
+                                         long long stride_c, int batch);

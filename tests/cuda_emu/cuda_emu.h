@@ -34,7 +34,8 @@ struct uint3 {
 };
 struct dim3 {
   unsigned int x = 1, y = 1, z = 1;
-  constexpr dim3(unsigned int x_ = 1, unsigned int y_ = 1, unsigned int z_ = 1) : x(x_), y(y_), z(z_) {}
+  constexpr dim3(unsigned int x_ = 1, unsigned int y_ = 1, unsigned int z_ = 1)
+      : x(x_), y(y_), z(z_) {}
 };
 constexpr int warpSize = 32;
 
@@ -107,12 +108,13 @@ struct KernelSite {
   const char* kernel;  // the kernel's name as written at the launch
   const char* file;
   int line;
-  bool uses_barriers;  // the kernel (or a device function it calls) reaches __syncthreads or a shuffle
+  bool uses_barriers;  // it (or a device function it calls) reaches __syncthreads or a shuffle
 };
 
 namespace detail {
 using Thunk = void (*)(void*);
-void launch_impl(const KernelSite& site, dim3 grid, dim3 block, std::size_t smem, Thunk thunk, void* fn);
+void launch_impl(const KernelSite& site, dim3 grid, dim3 block, std::size_t smem, Thunk thunk,
+                 void* fn);
 // Warp exchange: every lane of `mask` gives `value`, gets the value of lane src_lane (its own
 // when src_lane is out of range); a warp barrier. `what` names the intrinsic for errors.
 std::uint32_t shuffle(unsigned int mask, std::uint32_t value, int src_lane, const char* what);
@@ -125,7 +127,8 @@ void fresh_shared(void* array, std::size_t bytes);
 
 template <class T>
 std::uint32_t to_bits(T v) {
-  static_assert(sizeof(T) == 4 && std::is_trivially_copyable_v<T>, "emulated shuffles move 32-bit values");
+  static_assert(sizeof(T) == 4 && std::is_trivially_copyable_v<T>,
+                "emulated shuffles move 32-bit values");
   std::uint32_t u;
   std::memcpy(&u, &v, 4);
   return u;
@@ -138,12 +141,14 @@ T from_bits(std::uint32_t u) {
 }
 }  // namespace detail
 
-// k<<<grid, block, smem, stream>>>(args) becomes emu::launch(site, grid, block, smem, stream, [=] { k(args); }).
+// k<<<grid, block, smem, stream>>>(args) becomes
+// emu::launch(site, grid, block, smem, stream, [=] { k(args); }).
 template <class F>
 void launch(const KernelSite& site, dim3 grid, dim3 block, std::size_t smem, cudaStream_t, F&& f) {
   using Fn = std::remove_reference_t<F>;
-  detail::launch_impl(site, grid, block, smem, [](void* p) { (*static_cast<Fn*>(p))(); },
-                      const_cast<void*>(static_cast<const void*>(&f)));
+  detail::launch_impl(
+      site, grid, block, smem, [](void* p) { (*static_cast<Fn*>(p))(); },
+      const_cast<void*>(static_cast<const void*>(&f)));
 }
 template <class F>
 void launch(const KernelSite& site, dim3 grid, dim3 block, F&& f) {
@@ -170,27 +175,31 @@ T __shfl_xor_sync(unsigned int mask, T v, int lane_mask, int width = warpSize) {
   int lane = emu::detail::lane_id();
   int src = lane ^ lane_mask;
   if (src / width != lane / width) src = lane;  // outside the caller's segment: own value
-  return emu::detail::from_bits<T>(emu::detail::shuffle(mask, emu::detail::to_bits(v), src, "__shfl_xor_sync"));
+  return emu::detail::from_bits<T>(
+      emu::detail::shuffle(mask, emu::detail::to_bits(v), src, "__shfl_xor_sync"));
 }
 template <class T>
 T __shfl_sync(unsigned int mask, T v, int src_lane, int width = warpSize) {
   int lane = emu::detail::lane_id();
   int src = (lane / width) * width + (src_lane % width);
-  return emu::detail::from_bits<T>(emu::detail::shuffle(mask, emu::detail::to_bits(v), src, "__shfl_sync"));
+  return emu::detail::from_bits<T>(
+      emu::detail::shuffle(mask, emu::detail::to_bits(v), src, "__shfl_sync"));
 }
 template <class T>
 T __shfl_down_sync(unsigned int mask, T v, unsigned int delta, int width = warpSize) {
   int lane = emu::detail::lane_id();
   int src = lane + static_cast<int>(delta);
   if (src / width != lane / width) src = lane;
-  return emu::detail::from_bits<T>(emu::detail::shuffle(mask, emu::detail::to_bits(v), src, "__shfl_down_sync"));
+  return emu::detail::from_bits<T>(
+      emu::detail::shuffle(mask, emu::detail::to_bits(v), src, "__shfl_down_sync"));
 }
 template <class T>
 T __shfl_up_sync(unsigned int mask, T v, unsigned int delta, int width = warpSize) {
   int lane = emu::detail::lane_id();
   int src = lane - static_cast<int>(delta);
   if (src < 0 || src / width != lane / width) src = lane;
-  return emu::detail::from_bits<T>(emu::detail::shuffle(mask, emu::detail::to_bits(v), src, "__shfl_up_sync"));
+  return emu::detail::from_bits<T>(
+      emu::detail::shuffle(mask, emu::detail::to_bits(v), src, "__shfl_up_sync"));
 }
 inline void __syncwarp(unsigned int mask = 0xffffffffu) {
   (void)emu::detail::shuffle(mask, 0u, emu::detail::lane_id(), "__syncwarp");

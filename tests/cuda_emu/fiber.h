@@ -10,9 +10,9 @@ namespace emu::detail {
 
 // One fiber: a stack and, while it is suspended, where to resume it.
 struct Fiber {
-  void* sp = nullptr;      // saved stack pointer (x86-64) or ucontext_t* (elsewhere)
-  char* stack = nullptr;   // lowest address of the usable stack (a guard page lies below)
-  std::size_t size = 0;    // usable bytes
+  void* sp = nullptr;     // saved stack pointer (x86-64) or ucontext_t* (elsewhere)
+  char* stack = nullptr;  // lowest address of the usable stack (a guard page lies below)
+  std::size_t size = 0;   // usable bytes
 };
 
 // Allocates the stack (mmap, with a PROT_NONE guard page below it). Throws on failure.

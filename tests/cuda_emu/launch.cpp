@@ -55,7 +55,8 @@ std::vector<bool> g_pool_fresh;  // needs fiber_prepare (new, or abandoned after
 
 Stats g_stats;
 unsigned long long g_block_serial = 0;  // counts every block of every launch
-std::unordered_map<void*, unsigned long long> g_shared_filled;  // __shared__ array -> block that filled it
+std::unordered_map<void*, unsigned long long>
+    g_shared_filled;  // __shared__ array -> block that filled it
 
 [[noreturn]] void fatal(const std::string& msg) {
   std::fprintf(stderr, "cuda emulator: %s\n", msg.c_str());
@@ -65,9 +66,9 @@ std::unordered_map<void*, unsigned long long> g_shared_filled;  // __shared__ ar
 
 std::string where() {
   const KernelSite& s = *g_run.site;
-  return std::string("kernel ") + s.kernel + " (launched at " + s.file + ":" + std::to_string(s.line) +
-         "), block (" + std::to_string(g_block_idx.x) + "," + std::to_string(g_block_idx.y) + "," +
-         std::to_string(g_block_idx.z) + ")";
+  return std::string("kernel ") + s.kernel + " (launched at " + s.file + ":" +
+         std::to_string(s.line) + "), block (" + std::to_string(g_block_idx.x) + "," +
+         std::to_string(g_block_idx.y) + "," + std::to_string(g_block_idx.z) + ")";
 }
 
 void fiber_main() {
@@ -134,13 +135,15 @@ std::string run_block_fibers(bool reverse) {
         const bool named = (mask >> l) & 1u;
         if (t >= nt || th[t].state == State::Done) {
           if (named)
-            return std::string(th[base + first].what) + " in warp " + std::to_string(base / 32) + " names lane " +
-                   std::to_string(l) + (t >= nt ? ", which does not exist" : ", which has exited") +
+            return std::string(th[base + first].what) + " in warp " + std::to_string(base / 32) +
+                   " names lane " + std::to_string(l) +
+                   (t >= nt ? ", which does not exist" : ", which has exited") +
                    " (undefined behaviour on the GPU)";
           continue;
         }
         if (th[t].state == State::AtShuffle && th[t].mask != mask)
-          return "lanes of warp " + std::to_string(base / 32) + " wait in shuffles with different masks";
+          return "lanes of warp " + std::to_string(base / 32) +
+                 " wait in shuffles with different masks";
         if (named && th[t].state != State::AtShuffle) ready = false;
       }
       if (!ready) continue;
@@ -148,8 +151,8 @@ std::string run_block_fibers(bool reverse) {
         if (!((mask >> l) & 1u)) continue;
         GpuThread& me = th[base + l];
         if (me.src < 0 || me.src >= 32 || !((mask >> me.src) & 1u))
-          return std::string(me.what) + ": lane " + std::to_string(l) + " reads lane " + std::to_string(me.src) +
-                 ", which is not in the mask";
+          return std::string(me.what) + ": lane " + std::to_string(l) + " reads lane " +
+                 std::to_string(me.src) + ", which is not in the mask";
         me.out = th[base + me.src].value;
       }
       for (unsigned int l = 0; l < 32; ++l)
@@ -162,8 +165,9 @@ std::string run_block_fibers(bool reverse) {
         if (th[t].state == State::AtSync) th[t].state = State::Ready;
       continue;
     }
-    return "deadlock: " + std::to_string(at_sync) + " threads wait at __syncthreads, " + std::to_string(at_shfl) +
-           " in warp shuffles that cannot complete, " + std::to_string(done) + " have exited";
+    return "deadlock: " + std::to_string(at_sync) + " threads wait at __syncthreads, " +
+           std::to_string(at_shfl) + " in warp shuffles that cannot complete, " +
+           std::to_string(done) + " have exited";
   }
 }
 
@@ -173,7 +177,8 @@ void wait_here(State s) {
   if (!g_run.fibers)
     fatal(std::string("kernel ") + g_run.site->kernel + " (" + g_run.site->file + ":" +
           std::to_string(g_run.site->line) +
-          ") reached a barrier or warp shuffle but was launched as plain calls: rewrite.py's scan missed it");
+          ") reached a barrier or warp shuffle but was launched as plain calls: rewrite.py's scan "
+          "missed it");
   const unsigned int t = g_run.current;
   g_run.threads[t].state = s;
   fiber_switch_to_main(g_pool[t], false);
@@ -182,7 +187,8 @@ void wait_here(State s) {
 std::string check_config(dim3 grid, dim3 block, std::size_t smem) {
   const unsigned long long nt = 1ull * block.x * block.y * block.z;
   if (grid.x == 0 || grid.y == 0 || grid.z == 0 || nt == 0) return "empty grid or block";
-  if (nt > kMaxThreads || block.x > 1024 || block.y > 1024 || block.z > 64) return "block too large";
+  if (nt > kMaxThreads || block.x > 1024 || block.y > 1024 || block.z > 64)
+    return "block too large";
   if (grid.x > 2147483647u || grid.y > 65535 || grid.z > 65535) return "grid too large";
   if (smem > 48 * 1024) return "more than 48 KiB of dynamic shared memory";
   return {};
@@ -191,7 +197,8 @@ std::string check_config(dim3 grid, dim3 block, std::size_t smem) {
 }  // namespace
 
 int lane_id() {
-  const unsigned int linear = g_thread_idx.x + g_block_dim.x * (g_thread_idx.y + g_block_dim.y * g_thread_idx.z);
+  const unsigned int linear =
+      g_thread_idx.x + g_block_dim.x * (g_thread_idx.y + g_block_dim.y * g_thread_idx.z);
   return static_cast<int>(linear % 32);
 }
 
@@ -216,12 +223,13 @@ std::uint32_t shuffle(unsigned int mask, std::uint32_t value, int src_lane, cons
   return g_run.threads[g_run.current].out;
 }
 
-void launch_impl(const KernelSite& site, dim3 grid, dim3 block, std::size_t smem, Thunk thunk, void* fn) {
+void launch_impl(const KernelSite& site, dim3 grid, dim3 block, std::size_t smem, Thunk thunk,
+                 void* fn) {
   if (g_active) fatal(std::string("kernel ") + site.kernel + " launched from inside a kernel");
   std::string bad = check_config(grid, block, smem);
   if (!bad.empty()) {
-    std::fprintf(stderr, "cuda emulator: launch of %s at %s:%d: %s\n", site.kernel, site.file, site.line,
-                 bad.c_str());
+    std::fprintf(stderr, "cuda emulator: launch of %s at %s:%d: %s\n", site.kernel, site.file,
+                 site.line, bad.c_str());
     set_error(cudaErrorInvalidConfiguration);
     return;
   }

@@ -62,7 +62,9 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }  // every launch has finished when it returns
+cudaError_t cudaDeviceSynchronize() {
+  return cudaSuccess;
+}  // every launch has finished when it returns
 
 cudaError_t cudaGetLastError() {
   cudaError_t e = emu::detail::g_last;
@@ -74,12 +76,18 @@ cudaError_t cudaPeekAtLastError() { return emu::detail::g_last; }
 
 const char* cudaGetErrorString(cudaError_t err) {
   switch (err) {
-    case cudaSuccess: return "no error";
-    case cudaErrorInvalidValue: return "invalid argument";
-    case cudaErrorMemoryAllocation: return "out of memory";
-    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
-    case cudaErrorInvalidDevice: return "invalid device ordinal";
-    case cudaErrorLaunchFailure: return "unspecified launch failure (emulator: see stderr)";
+    case cudaSuccess:
+      return "no error";
+    case cudaErrorInvalidValue:
+      return "invalid argument";
+    case cudaErrorMemoryAllocation:
+      return "out of memory";
+    case cudaErrorInvalidConfiguration:
+      return "invalid configuration argument";
+    case cudaErrorInvalidDevice:
+      return "invalid device ordinal";
+    case cudaErrorLaunchFailure:
+      return "unspecified launch failure (emulator: see stderr)";
   }
   return "unknown error";
 }
@@ -88,7 +96,8 @@ cudaError_t cudaMalloc(void** ptr, std::size_t bytes) {
   *ptr = nullptr;
   if (bytes == 0) return cudaSuccess;
   if (bytes > emu::detail::kDeviceBytes - emu::detail::g_used)
-    return fail(cudaErrorMemoryAllocation, "cudaMalloc", "request exceeds the emulated device memory");
+    return fail(cudaErrorMemoryAllocation, "cudaMalloc",
+                "request exceeds the emulated device memory");
   void* p = std::malloc(bytes);
   if (!p) return fail(cudaErrorMemoryAllocation, "cudaMalloc", "host allocation failed");
   std::memset(p, 0xff, bytes);
@@ -101,7 +110,8 @@ cudaError_t cudaMalloc(void** ptr, std::size_t bytes) {
 cudaError_t cudaFree(void* ptr) {
   if (!ptr) return cudaSuccess;
   auto it = g_allocs.find(static_cast<const char*>(ptr));
-  if (it == g_allocs.end()) return fail(cudaErrorInvalidValue, "cudaFree", "not a live device allocation");
+  if (it == g_allocs.end())
+    return fail(cudaErrorInvalidValue, "cudaFree", "not a live device allocation");
   emu::detail::g_used -= it->second;
   g_allocs.erase(it);
   std::free(ptr);
@@ -115,11 +125,13 @@ cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpy
   if (kind == cudaMemcpyDefault || kind == cudaMemcpyHostToHost)
     return fail(cudaErrorInvalidValue, "cudaMemcpy", "only H2D, D2H and D2D copies are emulated");
   if (dst_dev && !device_range(dst, bytes))
-    return fail(cudaErrorInvalidValue, "cudaMemcpy", "destination is not inside one device allocation");
+    return fail(cudaErrorInvalidValue, "cudaMemcpy",
+                "destination is not inside one device allocation");
   if (src_dev && !device_range(src, bytes))
     return fail(cudaErrorInvalidValue, "cudaMemcpy", "source is not inside one device allocation");
   if (!dst_dev && device_range(dst, 1))
-    return fail(cudaErrorInvalidValue, "cudaMemcpy", "host destination is device memory (wrong kind)");
+    return fail(cudaErrorInvalidValue, "cudaMemcpy",
+                "host destination is device memory (wrong kind)");
   if (!src_dev && device_range(src, 1))
     return fail(cudaErrorInvalidValue, "cudaMemcpy", "host source is device memory (wrong kind)");
   std::memmove(dst, src, bytes);

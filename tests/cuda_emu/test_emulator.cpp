@@ -3,7 +3,6 @@
 // shuffles naming exited lanes are launch failures, atomics add up, launch checks, and
 // cuBLAS SGEMM in column-major storage (op, ld, alpha, beta; beta == 0 never reads C).
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -48,7 +47,8 @@ TEST_CASE("cuda_emu/shuffle xor exchanges values between lanes", "[cuda_emu]") {
   cudaFree(fout);
 }
 
-TEST_CASE("cuda_emu/syncthreads waits for the block; exited threads count as arrived", "[cuda_emu]") {
+TEST_CASE("cuda_emu/syncthreads waits for the block; exited threads count as arrived",
+          "[cuda_emu]") {
   float* out = dev<float>(3 * 100);
   run(true, 3, 100, [=] {
     __shared__ float buf[100];
@@ -72,7 +72,8 @@ TEST_CASE("cuda_emu/shared memory is fresh (NaN) in every block", "[cuda_emu]") 
   float* out = dev<float>(2 * 64);
   run(true, 2, 64, [=] {
     __shared__ float buf[64];
-    emu::detail::fresh_shared(buf, sizeof(buf));  // what rewrite.py adds after a __shared__ declaration
+    emu::detail::fresh_shared(buf,
+                              sizeof(buf));  // what rewrite.py adds after a __shared__ declaration
     int t = threadIdx.x;
     if (blockIdx.x == 0 || t % 2 == 0) buf[t] = 1.0f;  // block 1 writes only the even elements
     __syncthreads();
@@ -88,8 +89,10 @@ TEST_CASE("cuda_emu/shared memory is fresh (NaN) in every block", "[cuda_emu]") 
 
 TEST_CASE("cuda_emu/deadlocks and shuffles naming exited lanes fail the launch", "[cuda_emu]") {
   run(true, 1, 64, [] {  // half a warp at a barrier, the other half in a full-warp shuffle
-    if (threadIdx.x < 16) __syncthreads();
-    else (void)__shfl_xor_sync(0xffffffffu, 1, 1);
+    if (threadIdx.x < 16)
+      __syncthreads();
+    else
+      (void)__shfl_xor_sync(0xffffffffu, 1, 1);
   });
   CHECK(cudaGetLastError() == cudaErrorLaunchFailure);
   run(true, 1, 32, [] {
@@ -101,7 +104,8 @@ TEST_CASE("cuda_emu/deadlocks and shuffles naming exited lanes fail the launch",
   CHECK(cudaGetLastError() == cudaErrorLaunchFailure);
   // the emulator is usable afterwards
   int* out = dev<int>(32);
-  run(true, 1, 32, [=] { out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, static_cast<int>(threadIdx.x), 31); });
+  run(true, 1, 32,
+      [=] { out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, static_cast<int>(threadIdx.x), 31); });
   REQUIRE(cudaGetLastError() == cudaSuccess);
   for (int t = 0; t < 32; ++t) CHECK(out[t] == 31 - t);
   cudaFree(out);
@@ -118,7 +122,8 @@ TEST_CASE("cuda_emu/atomics, grids in three dims and launch checks", "[cuda_emu]
   });
   REQUIRE(cudaGetLastError() == cudaSuccess);
   CHECK(*sum == 0.5f * 12 * 24);
-  CHECK(*count == 6 * 24 * 100 + 12 * 12);  // 6 of 12 blocks have z = 1; 12 of 24 threads have z = 1
+  CHECK(*count ==
+        6 * 24 * 100 + 12 * 12);  // 6 of 12 blocks have z = 1; 12 of 24 threads have z = 1
   run(false, 1, 1025, [] {});
   CHECK(cudaGetLastError() == cudaErrorInvalidConfiguration);
   run(false, dim3(1, 65536), 32, [] {});
@@ -128,7 +133,8 @@ TEST_CASE("cuda_emu/atomics, grids in three dims and launch checks", "[cuda_emu]
   CHECK(cudaGetLastError() == cudaErrorMemoryAllocation);
   CHECK(cudaGetLastError() == cudaSuccess);
   std::vector<float> host(4);
-  CHECK(cudaMemcpy(host.data(), sum, 2 * sizeof(float), cudaMemcpyDeviceToHost) == cudaErrorInvalidValue);
+  CHECK(cudaMemcpy(host.data(), sum, 2 * sizeof(float), cudaMemcpyDeviceToHost) ==
+        cudaErrorInvalidValue);
   (void)cudaGetLastError();
   cudaFree(sum);
   cudaFree(count);
@@ -139,7 +145,8 @@ TEST_CASE("cuda_emu/cublas sgemm is column-major with op, ld, alpha and beta", "
   REQUIRE(cublasCreate(&h) == CUBLAS_STATUS_SUCCESS);
   // column-major A (2x3, lda 3: one padding row), B^T stored (2x3) for op(B) (3x2), C (2x2, ldc 2)
   std::vector<float> A = {1, 2, -9, 3, 4, -9, 5, 6, -9};  // A = [1 3 5; 2 4 6]
-  std::vector<float> Bt = {1, 2, 0, 1, 1, 0};              // stored (2x3) col-major: op(B) = Bt^T = [1 2; 0 1; 1 0]
+  std::vector<float> Bt = {1, 2, 0,
+                           1, 1, 0};  // stored (2x3) col-major: op(B) = Bt^T = [1 2; 0 1; 1 0]
   float* dA = dev<float>(9);
   float* dB = dev<float>(6);
   float* dC = dev<float>(4);
