@@ -1,14 +1,13 @@
-// adam_update (cuda/optim.cu) is the one kernel of cuda/kernels.h without a kernel-level test in
-// tests/cuda/ (only the nn training test reaches it, which the emulator does not run): three
-// Adam and AdamW steps against the formula of cuda/kernels.h in double precision.
+// adam_update (cuda/optim.cu): three Adam and AdamW steps against the formula of cuda/kernels.h
+// in double precision.
 #include <cmath>
 
-#include "cuda/cuda_test_util.h"
+#include "cuda_test_util.h"
 
 using namespace gdp::cuda;
 using namespace gdp::cuda::test;
 
-TEST_CASE("cuda_emu/adam_update kernel vs cpu", "[cuda_emu]") {
+TEST_CASE("cuda/adam_update kernel vs cpu", "[cuda]") {
   std::mt19937 rng(90);
   const float lr = 1e-2f, b1 = 0.9f, b2 = 0.999f, eps = 1e-8f, wd = 0.05f;
   for (std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{257}, std::size_t{300001}}) {
