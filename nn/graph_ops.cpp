@@ -203,13 +203,9 @@ template <typename T>
 BasicVar<T> rel_attention(const BasicVar<T>& q, const BasicVar<T>& k, const BasicVar<T>& v,
                           const BasicVar<T>& rk, const BasicVar<T>& u, const BasicVar<T>& vb,
                           const RelAttentionDims& d) {
-#ifdef GDP_HAVE_CUDA
-  if constexpr (std::is_same_v<T, float>)
-    if (detail::on_device<T>({&q, &k, &v, &rk, &u, &vb})) return detail::cuda_ops::rel_attention(q, k, v, rk, u, vb, d);
-#endif
-  detail::require_cpu<T>("rel_attention", {&q, &k, &v, &rk, &u, &vb});
   d.validate();
   auto check = [&](const BasicVar<T>& t, int64_t rows, const char* name) {
+    require(t.defined(), std::string("rel_attention: ") + name + " undefined");
     const Shape want = rows < 0 ? Shape{d.D()} : Shape{rows, d.D()};
     require(t.shape() == want, std::string("rel_attention: ") + name + " must be " +
                                    shape_str(want) + ", got " + shape_str(t.shape()));
@@ -220,6 +216,11 @@ BasicVar<T> rel_attention(const BasicVar<T>& q, const BasicVar<T>& k, const Basi
   check(rk, d.P(), "rk");
   check(u, -1, "u");
   check(vb, -1, "vb");
+#ifdef GDP_HAVE_CUDA
+  if constexpr (std::is_same_v<T, float>)
+    if (detail::on_device<T>({&q, &k, &v, &rk, &u, &vb})) return detail::cuda_ops::rel_attention(q, k, v, rk, u, vb, d);
+#endif
+  detail::require_cpu<T>("rel_attention", {&q, &k, &v, &rk, &u, &vb});
   const BasicTensor<T> qv = contiguous_value(q), kv = contiguous_value(k), vv = contiguous_value(v),
                        rkv = contiguous_value(rk), uv = contiguous_value(u),
                        vbv = contiguous_value(vb);

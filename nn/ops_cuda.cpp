@@ -583,23 +583,16 @@ Var expand(const Var& x, const Shape& shape) {
 
 Var concat(const std::vector<Var>& parts, int64_t axis) {
   std::vector<Tensor> vals;
+  std::vector<Shape> shapes;
   for (const Var& p : parts) {
     require_cuda("concat", {&p});
     vals.push_back(dense("concat", p));
+    shapes.push_back(vals.back().shape());
   }
-  const Shape& s0 = vals[0].shape();
-  const int64_t r = static_cast<int64_t>(s0.size()), ax = normalize_axis(axis, r, "concat");
-  Shape out_shape = s0;
-  out_shape[ax] = 0;
-  for (const Tensor& v : vals) {
-    bool ok = v.ndim() == r;
-    for (int64_t i = 0; ok && i < r; ++i)
-      if (i != ax && v.shape()[i] != s0[i]) ok = false;
-    if (!ok)
-      throw std::invalid_argument("nn::concat: shape " + shape_str(v.shape()) + " does not match " +
-                                  shape_str(s0) + " outside axis " + std::to_string(ax));
-    out_shape[ax] += v.shape()[ax];
-  }
+  int64_t ax = 0;
+  const Shape out_shape = concat_shape(shapes, axis, &ax);
+  const Shape& s0 = shapes[0];
+  const int64_t r = static_cast<int64_t>(s0.size());
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < ax; ++i) outer *= s0[i];
   for (int64_t i = ax + 1; i < r; ++i) inner *= s0[i];
@@ -753,18 +746,7 @@ Var rel_attention(const Var& q, const Var& k, const Var& v, const Var& rk, const
   d.validate();
   const Tensor qv = dense(op, q), kv = dense(op, k), vv = dense(op, v), rkv = dense(op, rk), uv = dense(op, u),
                vbv = dense(op, vb);
-  auto check = [&](const Tensor& t, int64_t rows, const char* name) {
-    const Shape want = rows < 0 ? Shape{d.D()} : Shape{rows, d.D()};
-    if (t.shape() != want)
-      throw std::invalid_argument(std::string("nn::rel_attention: ") + name + " must be " + shape_str(want) +
-                                  ", got " + shape_str(t.shape()));
-  };
-  check(qv, d.S, "q");
-  check(kv, d.K(), "k");
-  check(vv, d.K(), "v");
-  check(rkv, d.P(), "rk");
-  check(uv, -1, "u");
-  check(vbv, -1, "vb");
+  // Shapes are checked by the caller (nn/graph_ops.cpp) for both devices.
   const int H = d.H, S = d.S, K = d.K(), P = d.P(), Dh = d.Dh, D = d.D();
   to_int(op, static_cast<int64_t>(H) * S * P);
   const int base = d.M + d.rel_offset();

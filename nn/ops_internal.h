@@ -104,6 +104,26 @@ void record(const BasicVar<T>& out, Fn&& fn) {
   });
 }
 
+// Shape of concat(parts, axis) from the parts' shapes (CPU and CUDA paths share this); *ax gets
+// the normalized axis. Throws std::invalid_argument naming the first mismatching shape.
+inline Shape concat_shape(const std::vector<Shape>& shapes, int64_t axis, int64_t* ax) {
+  const Shape& s0 = shapes.at(0);
+  const int64_t r = static_cast<int64_t>(s0.size());
+  *ax = normalize_axis(axis, r, "concat");
+  Shape out = s0;
+  out[*ax] = 0;
+  for (const Shape& s : shapes) {
+    bool ok = static_cast<int64_t>(s.size()) == r;
+    for (int64_t i = 0; ok && i < r; ++i)
+      if (i != *ax && s[i] != s0[i]) ok = false;
+    if (!ok)
+      throw std::invalid_argument("nn::concat: shape " + shape_str(s) + " does not match " + shape_str(s0) +
+                                  " outside axis " + std::to_string(*ax));
+    out[*ax] += s[*ax];
+  }
+  return out;
+}
+
 // Shapes of y = op(a) @ op(b) (CPU and CUDA paths share this): a (..., M, K) batched with b of
 // equal rank, or a (..., K) times a 2-D b (leading dims of a flattened into M). Throws
 // std::invalid_argument naming both shapes.

@@ -29,26 +29,16 @@ BasicVar<T> concat(const std::vector<BasicVar<T>>& parts, int64_t axis) {
       if (detail::on_device<T>({&p})) return detail::cuda_ops::concat(parts, axis);
 #endif
   std::vector<BasicTensor<T>> vals;
+  std::vector<Shape> shapes;
   for (const auto& p : parts) {
-    detail::require_defined("concat", p, "part");
     detail::require_cpu<T>("concat", {&p});
     vals.push_back(p.value().contiguous());
+    shapes.push_back(vals.back().shape());
   }
-  const Shape& s0 = vals[0].shape();
+  int64_t ax = 0;
+  const Shape out_shape = detail::concat_shape(shapes, axis, &ax);
+  const Shape& s0 = shapes[0];
   const int64_t r = static_cast<int64_t>(s0.size());
-  const int64_t ax = detail::normalize_axis(axis, r, "concat");
-  Shape out_shape = s0;
-  out_shape[ax] = 0;
-  for (const auto& v : vals) {
-    bool ok = v.ndim() == r;
-    for (int64_t i = 0; ok && i < r; ++i)
-      if (i != ax && v.shape()[i] != s0[i]) ok = false;
-    if (!ok)
-      throw std::invalid_argument("nn::concat: shape " + shape_str(v.shape()) +
-                                  " does not match " + shape_str(s0) + " outside axis " +
-                                  std::to_string(ax));
-    out_shape[ax] += v.shape()[ax];
-  }
   const int64_t outer = dims_product(s0, 0, ax), inner = dims_product(s0, ax + 1, r);
   const int64_t out_row = out_shape[ax] * inner;
   BasicTensor<T> y = BasicTensor<T>::empty(out_shape);
