@@ -31,7 +31,8 @@ struct Input {
 using OpFn = std::function<nn::Var(const std::vector<nn::Var>&)>;
 
 // Runs fn on cpu and on cuda with the same inputs and seed gradient; compares the outputs and
-// every input gradient.
+// every input gradient. Each input's gradient starts from the same random values on both devices,
+// so a backward that overwrites instead of accumulating shows.
 void compare(const std::string& what, const std::vector<Input>& inputs, const OpFn& fn, std::mt19937& rng,
              float atol = 1e-4f, float rtol = 1e-4f) {
   std::vector<nn::Tensor> host;
@@ -43,6 +44,12 @@ void compare(const std::string& what, const std::vector<Input>& inputs, const Op
     cpu_vars.emplace_back(host[i], inputs[i].grad);
     gpu_vars.emplace_back(host[i].to_device(nn::Device::cuda), inputs[i].grad);
     REQUIRE(gpu_vars.back().value().device() == nn::Device::cuda);
+    if (inputs[i].grad && host[i].numel() > 0) {
+      const nn::Tensor start = nn::Tensor::from_vector(
+          host[i].shape(), random_vec(static_cast<std::size_t>(host[i].numel()), rng));
+      cpu_vars.back().grad_buffer().copy_from(start);
+      gpu_vars.back().grad_buffer().copy_from(start.to_device(nn::Device::cuda));
+    }
   }
   // One device at a time: a backward sweeps (and clears) the whole tape.
   nn::Var cpu_out = fn(cpu_vars);
@@ -406,4 +413,42 @@ TEST_CASE("nn/cuda relative attention matches cpu", "[cuda][nn]") {
               [d](const std::vector<nn::Var>& v) { return nn::rel_attention(v[0], v[1], v[2], v[3], v[4], v[5], d); },
               rng, 1e-4f, 1e-3f);
     }
+}
+
+TEST_CASE("nn/cuda an input used twice gets both gradients", "[cuda][nn]") {
+  std::mt19937 rng(17);
+  auto one = [](nn::Var (*f)(const nn::Var&)) { return [f](const std::vector<nn::Var>& v) { return f(v[0]); }; };
+  compare("mul(x, x)", {{{7, 33}}}, one([](const nn::Var& x) { return nn::mul(x, x); }), rng);
+  compare("div(x, x)", {{{7, 33}, 0.5f, 2.0f}}, one([](const nn::Var& x) { return nn::div(x, x); }), rng);
+  compare("maximum(x, x)", {{{7, 33}}}, one([](const nn::Var& x) { return nn::maximum(x, x); }), rng);
+  compare("matmul(x, x^T)", {{{7, 33}}}, one([](const nn::Var& x) { return nn::matmul(x, x, false, true); }), rng,
+          1e-3f, 1e-3f);
+  compare("concat(x, x)", {{{7, 33}}}, one([](const nn::Var& x) { return nn::concat<float>({x, x}, 1); }), rng);
+  compare("layer_norm(x, w, w)", {{{7, 33}}, {{33}}},
+          [](const std::vector<nn::Var>& v) { return nn::layer_norm(v[0], v[1], v[1]); }, rng, 1e-3f, 1e-3f);
+  for (bool causal : {true, false}) {
+    const nn::RelAttentionDims d{9, 0, 2, 4, causal};  // M = 0: q, k and v share a shape
+    compare(std::string("rel_attention(q, q, q, rk, u, u)") + (causal ? " causal" : " full"),
+            {{{d.S, d.D()}}, {{d.P(), d.D()}}, {{d.D()}}},
+            [d](const std::vector<nn::Var>& v) { return nn::rel_attention(v[0], v[0], v[0], v[1], v[2], v[2], d); },
+            rng, 1e-4f, 1e-3f);
+  }
+}
+
+TEST_CASE("nn/cuda zero-size tensors", "[cuda][nn]") {
+  std::mt19937 rng(18);
+  compare("add (0,7)", {{{0, 7}}, {{0, 7}}}, [](const std::vector<nn::Var>& v) { return nn::add(v[0], v[1]); }, rng);
+  compare("add row (0,7)", {{{0, 7}}, {{7}}}, [](const std::vector<nn::Var>& v) { return nn::add(v[0], v[1]); }, rng);
+  compare("matmul (0,5)(5,3)", {{{0, 5}}, {{5, 3}}}, [](const std::vector<nn::Var>& v) { return nn::matmul(v[0], v[1]); },
+          rng);
+  compare("matmul (4,0)(0,3)", {{{4, 0}}, {{0, 3}}}, [](const std::vector<nn::Var>& v) { return nn::matmul(v[0], v[1]); },
+          rng);
+  compare("softmax (0,7)", {{{0, 7}}}, [](const std::vector<nn::Var>& v) { return nn::softmax(v[0]); }, rng);
+  compare("sum last (0,7)", {{{0, 7}}}, [](const std::vector<nn::Var>& v) { return nn::sum(v[0], -1); }, rng);
+  compare("sum rows (0,7)", {{{0, 7}}}, [](const std::vector<nn::Var>& v) { return nn::sum(v[0], 0); }, rng);
+  compare("concat with an empty part", {{{0, 7}}, {{3, 7}}},
+          [](const std::vector<nn::Var>& v) { return nn::concat<float>({v[0], v[1]}, 0); }, rng);
+  compare("gather no rows", {{{5, 7}}}, [](const std::vector<nn::Var>& v) { return nn::gather_rows(v[0], {}); }, rng);
+  compare("transpose (0,3,2)", {{{0, 3, 2}}}, [](const std::vector<nn::Var>& v) { return nn::transpose(v[0], 0, 2); },
+          rng);
 }
