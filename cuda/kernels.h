@@ -195,8 +195,8 @@ void segment_max_forward(float* out, int* argmax, const float* x, const int* row
 void segment_max_backward(float* dx, const float* dout, const int* argmax, int R, int C);
 
 // ---------------------------------------------------------------- optimizer
-// One Adam / AdamW step over n flat parameters, in place, exactly as nn::adam_update
-// (nn/kernels.h): g = grad (+ weight_decay * p when !decoupled); m = b1 m + (1-b1) g;
+// One Adam / AdamW step over n flat parameters, in place, with the formula and bias corrections
+// of nn::adam_update (nn/kernels.h; results may differ in the last bits where nvcc fuses): g = grad (+ weight_decay * p when !decoupled); m = b1 m + (1-b1) g;
 // v = b2 v + (1-b2) g^2; p -= lr * weight_decay * p when decoupled; p -= lr * (m / (1 - b1^t)) /
 // (sqrt(v / (1 - b2^t)) + eps). t >= 1 is the step number (bias corrections on the host, double).
 void adam_update(float* params, float* m, float* v, const float* grads, std::size_t n, float lr, float beta1,

@@ -32,8 +32,9 @@ __global__ void adam_update_kernel(float* p, float* m, float* v, const float* g,
 void adam_update(float* params, float* m, float* v, const float* grads, std::size_t n, float lr, float beta1,
                  float beta2, float eps, float weight_decay, bool decoupled, long long t) {
   if (n == 0) return;
-  const float bc1 = static_cast<float>(1.0 - std::pow(static_cast<double>(beta1), static_cast<double>(t)));
-  const float bc2 = static_cast<float>(1.0 - std::pow(static_cast<double>(beta2), static_cast<double>(t)));
+  // As nn::adam_update: the power in double, rounded to float, then subtracted in float.
+  const float bc1 = 1.0f - static_cast<float>(std::pow(static_cast<double>(beta1), static_cast<double>(t)));
+  const float bc2 = 1.0f - static_cast<float>(std::pow(static_cast<double>(beta2), static_cast<double>(t)));
   constexpr int kBlock = 256;
   adam_update_kernel<<<grid_for(n, kBlock), kBlock>>>(params, m, v, grads, n, lr, beta1, beta2, eps, weight_decay,
                                                       decoupled, bc1, bc2);

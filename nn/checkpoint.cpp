@@ -167,6 +167,7 @@ int64_t load_checkpoint(const std::string& path, ParameterBuffer& params, Adam* 
   std::vector<float> m, v;
   if (has_adam) {
     adam_steps = r.pod<int64_t>("adam step");
+    if (adam_steps < 0) r.fail("negative adam step count " + std::to_string(adam_steps));
     for (int i = 0; i < 5; ++i) r.pod<double>("adam config");
     r.pod<uint8_t>("adam config");
     m.assign(params.size(), 0.f);

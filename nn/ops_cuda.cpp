@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -57,7 +58,7 @@ float* grad_of(const NodeF& n) { return n && n->requires_grad ? n->grad_buffer()
 
 // dst (n) += src (n) on the device.
 void add_into(float* dst, const float* src, int64_t n) {
-  if (n > 0) gdp::cuda::add_backward(dst, nullptr, src, 1, static_cast<int>(n), false);
+  if (n > 0) gdp::cuda::add_backward(dst, nullptr, src, 1, to_int("accumulate", n), false);
 }
 
 IndexBuffer upload_index(const char* op, const std::vector<int64_t>& index, int64_t bound) {
@@ -691,13 +692,25 @@ Var transpose(const Var& x, int64_t axis0, int64_t axis1) {
 namespace {
 struct DeviceCsr {
   IndexBuffer row_ptr, col_idx;
+  const int32_t* row_ptr_src = nullptr;  // the host arrays it was made from (a copied Csr has
+  const int32_t* col_idx_src = nullptr;  // other arrays, so it re-uploads instead of reusing)
+  std::size_t row_ptr_n = 0, col_idx_n = 0;
 };
+
+std::mutex g_csr_cache_mutex;
 
 // The device copy of csr, uploaded on first use and kept in csr.device_copy.
 std::shared_ptr<const DeviceCsr> device_csr(const Csr& csr) {
-  if (!csr.device_copy)
-    csr.device_copy = std::make_shared<const DeviceCsr>(DeviceCsr{upload_int32(csr.row_ptr), upload_int32(csr.col_idx)});
-  return std::static_pointer_cast<const DeviceCsr>(csr.device_copy);
+  const std::lock_guard<std::mutex> lock(g_csr_cache_mutex);
+  auto cached = std::static_pointer_cast<const DeviceCsr>(csr.device_copy);
+  if (!cached || cached->row_ptr_src != csr.row_ptr.data() || cached->col_idx_src != csr.col_idx.data() ||
+      cached->row_ptr_n != csr.row_ptr.size() || cached->col_idx_n != csr.col_idx.size()) {
+    cached = std::make_shared<const DeviceCsr>(DeviceCsr{upload_int32(csr.row_ptr), upload_int32(csr.col_idx),
+                                                         csr.row_ptr.data(), csr.col_idx.data(), csr.row_ptr.size(),
+                                                         csr.col_idx.size()});
+    csr.device_copy = cached;
+  }
+  return cached;
 }
 
 Var segment_op(const char* op, const Var& x, const Csr& csr, bool is_max) {

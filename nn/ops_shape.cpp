@@ -117,8 +117,11 @@ BasicVar<T> slice(const BasicVar<T>& x, int64_t axis, int64_t start, int64_t end
 template <typename T>
 BasicVar<T> reshape(const BasicVar<T>& x, const Shape& shape) {
   detail::require_defined("reshape", x, "x");
-  // A view when x is contiguous (device tensors always are); the gradient is accumulated on x's
-  // device.
+  // A view when x is contiguous; the gradient is accumulated on x's device. (Ops make contiguous
+  // outputs; a strided device tensor, e.g. from transpose_view, has no copy kernel.)
+  if (x.value().device() != Device::cpu && !x.value().is_contiguous())
+    throw std::runtime_error("nn::reshape: strided (non-contiguous) " + std::string(device_name(x.value().device())) +
+                             " tensor; use transpose() or a contiguous tensor");
   BasicTensor<T> y = x.value().reshape(shape);
   const bool rg = needs_grad<T>({&x});
   BasicVar<T> out(std::move(y), rg);

@@ -43,6 +43,11 @@ template <typename T>
 void BasicAdam<T>::step(double lr) {
   const int64_t n = params_.size();
   const Device device = params_.device();
+  bool backend = device == Device::cpu;
+#ifdef GDP_HAVE_CUDA
+  backend = backend || (device == Device::cuda && std::is_same_v<T, float>);
+#endif
+  if (!backend) throw std::runtime_error(std::string("Adam: no backend for device ") + device_name(device));
   // Parameters added after construction get fresh (zero) moments; the moments follow the
   // parameters' device.
   m_ = fit(m_, n, device);

@@ -19,7 +19,8 @@ struct Csr {
   std::vector<int32_t> row_ptr;  // (R + 1)
   std::vector<int32_t> col_idx;  // (E)
   // Backend cache: row_ptr/col_idx uploaded to the device on the first device op that reads this
-  // Csr (nn/ops_cuda.cpp), then reused. A Csr must not change once a device op has used it.
+  // Csr (nn/ops_cuda.cpp), then reused while the arrays are the same (a copy, or a resized array,
+  // uploads afresh). Do not edit the arrays in place once a device op has used them.
   mutable std::shared_ptr<const void> device_copy;
 
   int32_t num_entries() const { return static_cast<int32_t>(col_idx.size()); }

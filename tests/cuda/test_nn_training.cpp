@@ -117,8 +117,29 @@ TEST_CASE("nn/cuda policy network trains like the cpu one", "[cuda][nn]") {
   CHECK(opt_back.m() == opt_gpu.m());
   CHECK(opt_back.v() == opt_gpu.v());
   CHECK(opt_back.steps() == 3);
-  // ... and back onto the device.
-  back.params.to_device(nn::Device::cuda);
-  CHECK(values_of(back.params) == values_of(gpu.params));
+  // ... and straight into a model already on the device; a step there, then the model and its
+  // Adam state move back to the cpu and continue: the same as the cpu model continuing.
+  Policy dev(98);
+  dev.params.to_device(nn::Device::cuda);
+  nn::Adam opt_dev(dev.params, config);
+  CHECK(nn::load_checkpoint(path, dev.params, &opt_dev) == 3);
+  CHECK(dev.params.device() == nn::Device::cuda);
+  CHECK(values_of(dev.params) == values_of(gpu.params));
+  Policy ref(97);
+  nn::Adam opt_ref(ref.params, config);
+  nn::load_checkpoint(path, ref.params, &opt_ref);
+  for (int step = 0; step < 2; ++step) {
+    if (step == 1) dev.params.to_device(nn::Device::cpu);
+    for (auto* p : {&dev, &ref}) {
+      p->params.zero_grad();
+      nn::Tape::current().backward(p->loss(features, adj, actions, advantage));
+    }
+    opt_dev.step();
+    opt_ref.step();
+    check_close(values_of(dev.params), values_of(ref.params), 1e-5f, 1e-3f,
+                "continued from the checkpoint, step " + std::to_string(step));
+  }
+  CHECK(dev.params.device() == nn::Device::cpu);
+  CHECK(opt_dev.steps() == 5);
   std::remove(path.c_str());
 }

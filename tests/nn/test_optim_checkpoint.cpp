@@ -194,6 +194,31 @@ TEST_CASE("nn/checkpoint rejects wrong magic, version, shapes and truncation", "
   CHECK_THROWS_WITH(load_checkpoint(path + ".trunc", other.params, nullptr),
                     Catch::Contains("truncated"));
 
+  // A negative Adam step count is rejected before anything is written into the model. The
+  // field is found as the only byte that differs between saves at steps 5 and 6.
+  {
+    const std::vector<float> m0(static_cast<size_t>(m.params.size()), 0.1f), v0(m0.size(), 0.2f);
+    std::vector<char> at5, at6;
+    for (int64_t t : {5, 6}) {
+      opt.set_state(m0, v0, t);
+      save_checkpoint(path + ".adam", m.params, &opt, 3);
+      std::ifstream in(path + ".adam", std::ios::binary);
+      (t == 5 ? at5 : at6).assign(std::istreambuf_iterator<char>(in), {});
+    }
+    REQUIRE(at5.size() == at6.size());
+    size_t field = 0, diffs = 0;
+    for (size_t i = 0; i < at5.size(); ++i)
+      if (at5[i] != at6[i]) field = i, ++diffs;
+    REQUIRE(diffs == 1);
+    for (size_t i = field; i < field + 8; ++i) at5[i] = static_cast<char>(0xFF);  // int64 -1
+    write(path + ".negstep", at5);
+    Adam other_opt(other.params, AdamConfig{});
+    const std::vector<float> before = other.params.values().to_vector();
+    CHECK_THROWS_WITH(load_checkpoint(path + ".negstep", other.params, &other_opt),
+                      Catch::Contains("negative adam step count"));
+    CHECK(other.params.values().to_vector() == before);
+  }
+
   ParameterBuffer wrong_shape;
   wrong_shape.add("l1.w", {9, 4});
   wrong_shape.add("l1.b", {9});
