@@ -160,11 +160,8 @@ Var linear(const Var& x, const Var& w, const Var& bias) {
   out_shape.back() = OUT;
   Tensor y(out_shape, Device::cuda);
   gemm_batched(y.data(), xv.data(), wv.data(), 1, iN, iIN, iOUT, false, true, false, 0, 0, 0);
-  if (has_bias && N > 0 && OUT > 0) {
-    Tensor xw = y;
-    y = device_empty(out_shape);
-    gdp::cuda::add_forward(y.data(), xw.data(), bv.data(), iN, iOUT, true);
-  }
+  if (has_bias && N > 0 && OUT > 0)  // in place: the element-wise kernel reads what it writes
+    gdp::cuda::add_forward(y.data(), y.data(), bv.data(), iN, iOUT, true);
   const bool rg = needs_grad<float>({&x, &w, &bias});
   Var out(std::move(y), rg);
   if (!rg) return out;
@@ -664,25 +661,19 @@ Var transpose(const Var& x, int64_t axis0, int64_t axis1) {
   for (int64_t i = 0; i < a0; ++i) A *= s[i];
   for (int64_t i = a0 + 1; i < a1; ++i) B *= s[i];
   for (int64_t i = a1 + 1; i < r; ++i) C *= s[i];
+  // a0 == a1: x viewed as (A, s[a0], 1, 1, C), whose swap is a plain copy.
   const int iA = to_int("transpose", A), iB = to_int("transpose", B), iC = to_int("transpose", C),
-            n0 = to_int("transpose", s[a0]), n1 = to_int("transpose", s[a1]);
+            n0 = to_int("transpose", s[a0]), n1 = a0 == a1 ? 1 : to_int("transpose", s[a1]);
   Tensor y = device_empty(out_shape);
-  if (a0 == a1) {
-    if (y.numel() > 0) gdp::cuda::copy_2d(y.data(), 1, xv.data(), 1, to_int("transpose", y.numel()), 1, false);
-  } else if (y.numel() > 0) {
-    gdp::cuda::swap_axes(y.data(), xv.data(), iA, n0, iB, n1, iC, false);
-  }
+  if (y.numel() > 0) gdp::cuda::swap_axes(y.data(), xv.data(), iA, n0, iB, n1, iC, false);
   const bool rg = needs_grad<float>({&x});
   Var out(std::move(y), rg);
   if (!rg) return out;
   NodeF xn = x.node();
-  const bool same = a0 == a1;
   const int64_t numel = xv.numel();
-  record(out, [xn, same, numel, iA, iB, iC, n0, n1](Tensor& g) {
-    float* d = grad_of(xn);
-    if (!d || numel == 0) return;
-    if (same) add_into(d, g.data(), numel);
-    else gdp::cuda::swap_axes(d, g.data(), iA, n1, iB, n0, iC, true);  // g is (A, n1, B, n0, C)
+  record(out, [xn, numel, iA, iB, iC, n0, n1](Tensor& g) {
+    if (float* d = grad_of(xn))  // g is (A, n1, B, n0, C)
+      if (numel > 0) gdp::cuda::swap_axes(d, g.data(), iA, n1, iB, n0, iC, true);
   });
   return out;
 }
@@ -799,8 +790,8 @@ Var rel_attention(const Var& q, const Var& k, const Var& v, const Var& rk, const
     float *dq = grad_of(qn), *dk = grad_of(kn), *dv = grad_of(vn), *drk = grad_of(rn), *du = grad_of(un),
           *dvb = grad_of(bn);
     // (H, rows, Dh) += ... merged into (rows, H, Dh).
-    auto merge_into = [&](float* dst, const float* x_h, int rows) {
-      gdp::cuda::swap_axes(dst, x_h, 1, H, 1, rows, Dh, true);
+    auto merge_into = [&](float* dst, const float* x_h, int rows, bool accumulate = true) {
+      gdp::cuda::swap_axes(dst, x_h, 1, H, 1, rows, Dh, accumulate);
     };
     Tensor g_h = device_empty({H, S, Dh});
     gdp::cuda::swap_axes(g_h.data(), g.data(), 1, S, 1, H, Dh, false);
@@ -819,8 +810,8 @@ Var rel_attention(const Var& q, const Var& k, const Var& v, const Var& rk, const
       merge_into(drk, drk_h.data(), P);
     }
     if (dq || du) {  // content path: dq += dqu, du += column sums
-      Tensor m({S, D}, Device::cuda);
-      merge_into(m.data(), dqu_h.data(), S);
+      Tensor m = device_empty({S, D});
+      merge_into(m.data(), dqu_h.data(), S, false);
       if (dq) add_into(dq, m.data(), static_cast<int64_t>(S) * D);
       if (du) gdp::cuda::add_backward(nullptr, du, m.data(), S, D, true);
     }
@@ -828,8 +819,8 @@ Var rel_attention(const Var& q, const Var& k, const Var& v, const Var& rk, const
       Tensor dqv_h = device_empty({H, S, Dh});
       gdp::cuda::gemm_strided_batched(dqv_h.data(), dbd.data(), rk_h.data(), H, S, Dh, P, false, false, 1.0f, 0.0f,
                                       sSP, sP, sS);
-      Tensor m({S, D}, Device::cuda);
-      merge_into(m.data(), dqv_h.data(), S);
+      Tensor m = device_empty({S, D});
+      merge_into(m.data(), dqv_h.data(), S, false);
       if (dq) add_into(dq, m.data(), static_cast<int64_t>(S) * D);
       if (dvb) gdp::cuda::add_backward(nullptr, dvb, m.data(), S, D, true);
     }

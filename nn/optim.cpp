@@ -68,10 +68,8 @@ void BasicAdam<T>::step(double lr) {
                            static_cast<float>(config_.beta1), static_cast<float>(config_.beta2),
                            static_cast<float>(config_.eps), static_cast<float>(config_.weight_decay),
                            config_.decoupled, t_);
-    return;
   }
 #endif
-  throw std::runtime_error(std::string("Adam: no backend for device ") + device_name(device));
 }
 
 template <typename T>
