@@ -48,6 +48,35 @@ std::vector<double> random_vec(size_t n, Rng& rng) {
   return x;
 }
 
+// Random q, k, v, rk, u, vb for d; the largest |forward - naive_attention| in double, and (when
+// errf) in float against the same reference.
+struct Inputs {
+  std::vector<double> q, k, v, rk, u, vb;
+};
+Inputs random_inputs(const RelAttentionDims& d, Rng& rng) {
+  const int D = d.D();
+  return {random_vec(d.S * D, rng), random_vec(d.K() * D, rng), random_vec(d.K() * D, rng),
+          random_vec(d.P() * D, rng), random_vec(D, rng),       random_vec(D, rng)};
+}
+double forward_error(const Inputs& in, const RelAttentionDims& d, double* errf = nullptr) {
+  const auto ref = naive_attention(in.q, in.k, in.v, in.rk, in.u, in.vb, d);
+  std::vector<double> out(d.S * d.D()), probs(d.H * d.S * d.K());
+  rel_attention_forward(out.data(), probs.data(), in.q.data(), in.k.data(), in.v.data(),
+                        in.rk.data(), in.u.data(), in.vb.data(), d);
+  double err = 0;
+  for (size_t i = 0; i < out.size(); ++i) err = std::max(err, std::abs(out[i] - ref[i]));
+  if (errf) {
+    auto f = [](const std::vector<double>& x) { return std::vector<float>(x.begin(), x.end()); };
+    const auto qf = f(in.q), kf = f(in.k), vf = f(in.v), rkf = f(in.rk), uf = f(in.u), vbf = f(in.vb);
+    std::vector<float> outf(out.size()), probsf(probs.size());
+    rel_attention_forward(outf.data(), probsf.data(), qf.data(), kf.data(), vf.data(), rkf.data(),
+                          uf.data(), vbf.data(), d);
+    *errf = 0;
+    for (size_t i = 0; i < out.size(); ++i) *errf = std::max(*errf, std::abs(outf[i] - ref[i]));
+  }
+  return err;
+}
+
 }  // namespace
 
 TEST_CASE("nn/relative sinusoid table", "[nn]") {
@@ -67,27 +96,11 @@ TEST_CASE("nn/rel attention matches a naive reference", "[nn]") {
   for (bool causal : {true, false})
     for (int M : {0, 3}) {
       RelAttentionDims d{5, M, 2, 3, causal};
-      const int D = d.D();
-      const auto q = random_vec(d.S * D, rng), k = random_vec(d.K() * D, rng),
-                 v = random_vec(d.K() * D, rng), rk = random_vec(d.P() * D, rng),
-                 u = random_vec(D, rng), vb = random_vec(D, rng);
-      const auto ref = naive_attention(q, k, v, rk, u, vb, d);
-      std::vector<double> out(d.S * D), probs(d.H * d.S * d.K());
-      rel_attention_forward(out.data(), probs.data(), q.data(), k.data(), v.data(), rk.data(),
-                            u.data(), vb.data(), d);
-      double err = 0;
-      for (size_t i = 0; i < out.size(); ++i) err = std::max(err, std::abs(out[i] - ref[i]));
+      double errf = 0;
+      const double err = forward_error(random_inputs(d, rng), d, &errf);
       INFO("causal " << causal << " M " << M);
       CHECK(err < 1e-12);
-      // float path agrees to float precision
-      auto f = [](const std::vector<double>& x) { return std::vector<float>(x.begin(), x.end()); };
-      const auto qf = f(q), kf = f(k), vf = f(v), rkf = f(rk), uf = f(u), vbf = f(vb);
-      std::vector<float> outf(out.size()), probsf(probs.size());
-      rel_attention_forward(outf.data(), probsf.data(), qf.data(), kf.data(), vf.data(), rkf.data(),
-                            uf.data(), vbf.data(), d);
-      double errf = 0;
-      for (size_t i = 0; i < out.size(); ++i) errf = std::max(errf, std::abs(outf[i] - ref[i]));
-      CHECK(errf < 1e-5);
+      CHECK(errf < 1e-5);  // the float path agrees to float precision
     }
 }
 
@@ -97,16 +110,7 @@ TEST_CASE("nn/rel attention across row blocks matches the reference and gradchec
   for (bool causal : {true, false}) {
     RelAttentionDims d{67, 9, 1, 2, causal};
     const int D = d.D();
-    const auto q = random_vec(d.S * D, rng), k = random_vec(d.K() * D, rng),
-               v = random_vec(d.K() * D, rng), rk = random_vec(d.P() * D, rng),
-               u = random_vec(D, rng), vb = random_vec(D, rng);
-    const auto ref = naive_attention(q, k, v, rk, u, vb, d);
-    std::vector<double> out(d.S * D), probs(d.H * d.S * d.K());
-    rel_attention_forward(out.data(), probs.data(), q.data(), k.data(), v.data(), rk.data(),
-                          u.data(), vb.data(), d);
-    double err = 0;
-    for (size_t i = 0; i < out.size(); ++i) err = std::max(err, std::abs(out[i] - ref[i]));
-    CHECK(err < 1e-12);
+    CHECK(forward_error(random_inputs(d, rng), d) < 1e-12);
     const auto res = gradcheck(
         [&](const std::vector<VarD>& in) {
           return rel_attention(in[0], in[1], in[2], in[3], in[4], in[5], d);
