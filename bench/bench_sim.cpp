@@ -11,7 +11,7 @@
 #include "core/cluster.h"
 #include "datasets/human.h"
 #include "datasets/registry.h"
-#include "sim/random_graph.h"
+#include "datasets/random_dag.h"
 #include "sim/simulator.h"
 
 namespace {
@@ -25,15 +25,15 @@ struct Fixture {
   std::vector<Placement> placements;
 
   Fixture() {
-    RandomGraphSpec spec;
+    datasets::RandomGraphSpec spec;
     spec.num_ops = 50000;
     spec.edges_per_op = 2.0;  // ~100,000 edges
     spec.layer_width = 64;
     spec.seed = 2019;
-    graph = make_random_layered_graph(spec);
+    graph = datasets::make_random_layered_graph(spec);
     cluster = make_cluster_preset("v100x8-nvlink");
     sim = std::make_unique<Simulator>(graph, cluster, CostModel());
-    for (uint64_t s = 0; s < 16; ++s) placements.push_back(random_placement(graph, cluster.num_devices(), 7 + s));
+    for (uint64_t s = 0; s < 16; ++s) placements.push_back(datasets::random_placement(graph, cluster.num_devices(), 7 + s));
   }
 };
 
@@ -60,15 +60,15 @@ BENCHMARK(BM_SimStepTime_50k_v100x8)->Unit(benchmark::kMillisecond);
 
 // Scaling with graph size: the same generator at 2,000 / 10,000 / 50,000 ops, 8 devices.
 void BM_SimStepTime_Scaling(benchmark::State& state) {
-  RandomGraphSpec spec;
+  datasets::RandomGraphSpec spec;
   spec.num_ops = static_cast<int32_t>(state.range(0));
   spec.edges_per_op = 2.0;
   spec.layer_width = 64;
   spec.seed = 2019;
-  Graph g = make_random_layered_graph(spec);
+  Graph g = datasets::make_random_layered_graph(spec);
   Cluster c = make_cluster_preset("v100x8-nvlink");
   Simulator sim(g, c, CostModel());
-  Placement p = random_placement(g, c.num_devices(), 7);
+  Placement p = datasets::random_placement(g, c.num_devices(), 7);
   auto st = sim.make_state();
   double sink = 0;
   for (auto _ : state) sink += sim.step_time(p, *st);

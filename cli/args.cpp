@@ -1,9 +1,20 @@
 // Strict flag parsing for the gdp subcommands.
 #include "cli/args.h"
 
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 namespace gdp::cli {
+
+namespace {
+std::string fmt(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+}  // namespace
 
 Args::Args(int argc, char** argv, const std::set<std::string>& value_flags,
            const std::set<std::string>& bool_flags) {
@@ -50,23 +61,30 @@ std::string Args::require(const std::string& flag) const {
   return it->second;
 }
 
-double Args::get_double(const std::string& flag, double def) const {
+double Args::number(const std::string& flag, double def, double min, double max) const {
   auto it = values_.find(flag);
   if (it == values_.end()) return def;
+  const std::string& t = it->second;
   char* end = nullptr;
-  double v = std::strtod(it->second.c_str(), &end);
-  if (end == it->second.c_str() || *end != '\0')
-    throw UsageError("flag " + flag + " expects a number, got '" + it->second + "'");
+  errno = 0;
+  const double v = std::strtod(t.c_str(), &end);
+  if (t.empty() || end == t.c_str() || *end != '\0' || errno == ERANGE || !std::isfinite(v) ||
+      v < min || v > max)
+    throw UsageError("flag " + flag + " expects a number in [" + fmt(min) + ", " + fmt(max) +
+                     "], got '" + t + "'");
   return v;
 }
 
-long long Args::get_int(const std::string& flag, long long def) const {
+int64_t Args::integer(const std::string& flag, int64_t def, int64_t min, int64_t max) const {
   auto it = values_.find(flag);
   if (it == values_.end()) return def;
+  const std::string& t = it->second;
   char* end = nullptr;
-  long long v = std::strtoll(it->second.c_str(), &end, 10);
-  if (end == it->second.c_str() || *end != '\0')
-    throw UsageError("flag " + flag + " expects an integer, got '" + it->second + "'");
+  errno = 0;
+  const long long v = std::strtoll(t.c_str(), &end, 10);
+  if (t.empty() || end == t.c_str() || *end != '\0' || errno == ERANGE || v < min || v > max)
+    throw UsageError("flag " + flag + " expects an integer in [" + std::to_string(min) + ", " +
+                     std::to_string(max) + "], got '" + t + "'");
   return v;
 }
 

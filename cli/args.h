@@ -2,6 +2,7 @@
 // values where required; anything else is a UsageError (exit code 2).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
@@ -21,8 +22,9 @@ class Args {
   bool has(const std::string& flag) const { return values_.count(flag) || bools_.count(flag); }
   std::string get(const std::string& flag, const std::string& def = "") const;
   std::string require(const std::string& flag) const;  // UsageError when absent
-  double get_double(const std::string& flag, double def) const;
-  long long get_int(const std::string& flag, long long def) const;
+  // Typed values in [min, max]; `def` when the flag is absent. UsageError names the flag.
+  double number(const std::string& flag, double def, double min, double max) const;
+  int64_t integer(const std::string& flag, int64_t def, int64_t min, int64_t max) const;
   const std::vector<std::string>& positional() const { return positional_; }
 
  private:

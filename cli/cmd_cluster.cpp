@@ -10,12 +10,15 @@ namespace gdp::cli {
 int cmd_cluster(int argc, char** argv) {
   Args a(argc, argv, {"-o"}, {"--list"});
   if (a.help()) {
+    std::string kinds;
+    for (const auto& k : cluster_preset_kinds()) kinds += (kinds.empty() ? "" : ", ") + k;
     std::printf(
         "usage: gdp cluster --list\n"
         "       gdp cluster PRESET|FILE [-o OUT.json]\n\n"
-        "Presets are <kind>x<count>-<topology>: kind in {k80, p100, v100, a100, h100, h200};\n"
+        "Presets are <kind>x<count>-<topology>: kind in {%s};\n"
         "topology 'nvlink' (all pairs), 'pcie' (PCIe switches under a host) or '<N>node' (N nodes,\n"
-        "a NIC per node, joined by a network switch). Prints the cluster as gdp-cluster JSON.\n");
+        "a NIC per node, joined by a network switch). Prints the cluster as gdp-cluster JSON.\n",
+        kinds.c_str());
     return 0;
   }
   if (a.has("--list")) {

@@ -1,20 +1,21 @@
 // `gdp compare`: the main job. Materializes a workload suite, places every graph with each
-// method, simulates the placements in parallel and prints the step times side by side.
-
+// method and simulates the placements (eval/evaluate.h, in parallel over the cells), then
+// prints the step times side by side.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <exception>
+#include <map>
 #include <sstream>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "cli/methods.h"
 #include "core/io.h"
 #include "datasets/suite.h"
-#include "sim/simulator.h"
+#include "eval/evaluate.h"
+#include "place/registry.h"
 
 namespace gdp::cli {
 
@@ -29,91 +30,68 @@ std::vector<std::string> split_commas(const std::string& s) {
   return out;
 }
 
-struct Cell {
-  bool valid = false;
-  double step_s = 0;
-  std::string reason;
-};
-
 }  // namespace
 
 int cmd_compare(int argc, char** argv) {
-  Args a(argc, argv, {"--suite", "--methods", "--profile", "--baseline"}, {"--json", "--references"});
+  Args a(argc, argv, {"--suite", "--methods", "--profile", "--baseline", "--seed", "--samples", "--seconds"},
+         {"--json", "--references"});
   if (a.help()) {
+    std::string known;
+    for (const auto& m : place::registry().names()) known += (known.empty() ? "" : ", ") + m;
     std::printf(
         "usage: gdp compare [--suite S.json] [--methods m1,m2,...] [--baseline M] [--json]\n\n"
         "Generates or reads every graph of a workload suite, places it on the suite's cluster\n"
         "with each method, simulates one training step per placement and prints the step times\n"
         "and the speed-up of each method over the baseline method.\n"
         "  --suite S     suite file (default datasets/suites/smoke.json)\n"
-        "  --methods M   comma-separated methods (default single,round-robin,human)\n"
+        "  --methods M   comma-separated methods (default single,round-robin,human); known:\n"
+        "                %s\n"
         "  --baseline M  one of the methods; speed-ups are relative to it (default single, else the\n"
         "                first method)\n"
         "  --references  also simulate the reference placements the suite lists\n"
+        "  --seed S      seed of every method (default 1)\n"
+        "  --samples N   budget per search method: simulated placements\n"
+        "  --seconds S   budget per search method: wall-clock seconds\n"
         "  --profile F   device profile JSON for the cost model (default: built-in)\n"
-        "  --json        print one JSON object instead of the table\n");
+        "  --json        print one JSON object instead of the table\n",
+        known.c_str());
     return 0;
   }
   if (!a.positional().empty()) throw UsageError("unexpected argument '" + a.positional()[0] + "'");
   const std::string suite_path = a.get("--suite", "datasets/suites/smoke.json");
   std::vector<std::string> methods = split_commas(a.get("--methods", "single,round-robin,human"));
   if (methods.empty()) throw UsageError("--methods needs at least one method");
-  for (const auto& m : methods)
-    if (!is_placement_method(m)) throw UsageError("unknown method '" + m + "' in --methods (known: single, round-robin, human)");
+  eval::Spec spec;
+  for (const auto& m : methods) {
+    place::registry().get(m);  // an unknown name is a UsageError listing the known ones
+    spec.methods.push_back({m, nullptr, ""});
+  }
   const bool has_single = std::find(methods.begin(), methods.end(), "single") != methods.end();
   const std::string baseline = a.get("--baseline", has_single ? "single" : methods.front());
   if (std::find(methods.begin(), methods.end(), baseline) == methods.end())
     throw UsageError("--baseline '" + baseline + "' is not one of --methods");
+  spec.seeds = {static_cast<uint64_t>(a.integer("--seed", 1, 0, INT64_MAX))};
+  spec.budget.samples = a.integer("--samples", 0, 1, int64_t{1} << 40);
+  spec.budget.seconds = a.number("--seconds", 0, 1e-3, 1e9);
+  spec.references = a.has("--references");
   CostModel cost = a.has("--profile") ? CostModel::from_json_file(a.get("--profile")) : CostModel();
 
   std::vector<datasets::SuiteEntry> entries = datasets::load_suite(suite_path);
+  const std::vector<eval::Record> records = eval::evaluate(entries, spec, cost);
+
+  // Columns: the methods, then the reference labels in order of first appearance.
   std::vector<std::string> columns = methods;
-  if (a.has("--references"))
-    for (const auto& e : entries)
-      for (const auto& [label, p] : e.placements)
-        if (std::find(columns.begin(), columns.end(), "ref:" + label) == columns.end())
-          columns.push_back("ref:" + label);
-
-  std::vector<std::vector<Cell>> table(entries.size(), std::vector<Cell>(columns.size()));
-  for (size_t i = 0; i < entries.size(); ++i) {
-    const auto& e = entries[i];
-    Simulator sim(e.graph, e.cluster, cost);
-    std::vector<Placement> ps(columns.size());
-    std::vector<bool> have(columns.size(), false);
-    for (size_t k = 0; k < columns.size(); ++k) {
-      if (columns[k].rfind("ref:", 0) == 0) {
-        auto it = e.placements.find(columns[k].substr(4));
-        if (it == e.placements.end()) continue;
-        ps[k] = it->second;
-      } else {
-        ps[k] = place_with_method(columns[k], e.graph, e.cluster);
-      }
-      have[k] = true;
-    }
-    // One simulator state per thread; placements of one graph in parallel.
-    // Exceptions may not leave the OpenMP region: keep the first, rethrow it afterwards.
-    std::exception_ptr error;
-#pragma omp parallel for schedule(dynamic)
-    for (int64_t k = 0; k < static_cast<int64_t>(columns.size()); ++k) {
-      if (!have[k]) continue;
-      try {
-        auto state = sim.make_state();
-        SimResult r = sim.run(ps[k], *state);
-        table[i][k] = Cell{r.valid, r.step_time_s, r.reason};
-        if (!r.valid) table[i][k].step_s = INFINITY;
-        if (r.valid) table[i][k].reason.clear();
-      } catch (...) {
-#pragma omp critical(gdp_compare_error)
-        if (!error) error = std::current_exception();
-      }
-    }
-    if (error) std::rethrow_exception(error);
-    for (size_t k = 0; k < columns.size(); ++k)
-      if (!have[k]) table[i][k].reason = "n/a";
+  std::map<std::pair<std::string, std::string>, const eval::Record*> cell;
+  for (const eval::Record& r : records) {
+    cell[{r.graph, r.method}] = &r;
+    if (std::find(columns.begin(), columns.end(), r.method) == columns.end())
+      columns.push_back(r.method);
   }
+  auto find = [&](size_t i, const std::string& col) -> const eval::Record* {
+    auto it = cell.find({entries[i].name, col});
+    return it == cell.end() ? nullptr : it->second;
+  };
 
-  const auto base_it = std::find(columns.begin(), columns.end(), baseline);
-  const size_t base = base_it == columns.end() ? columns.size() : base_it - columns.begin();
   if (a.has("--json")) {
     nlohmann::ordered_json j;
     j["suite"] = suite_path;
@@ -121,21 +99,22 @@ int cmd_compare(int argc, char** argv) {
     j["baseline"] = baseline;
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     for (size_t i = 0; i < entries.size(); ++i) {
-      nlohmann::ordered_json r;
-      r["name"] = entries[i].name;
-      r["ops"] = entries[i].graph.num_ops();
-      r["cluster"] = entries[i].cluster_name;
+      nlohmann::ordered_json row;
+      row["name"] = entries[i].name;
+      row["ops"] = entries[i].graph.num_ops();
+      row["cluster"] = entries[i].cluster_name;
       nlohmann::ordered_json cells = nlohmann::ordered_json::object();
-      for (size_t k = 0; k < columns.size(); ++k) {
-        const Cell& c = table[i][k];
+      for (const auto& col : columns) {
+        const eval::Record* r = find(i, col);
         nlohmann::ordered_json cj;
-        cj["valid"] = c.valid;
-        if (c.valid) cj["step_time_s"] = c.step_s;
-        else cj["reason"] = c.reason;
-        cells[columns[k]] = cj;
+        cj["valid"] = r && r->valid();
+        if (r && r->valid()) cj["step_time_s"] = r->step_time_s;
+        else cj["reason"] = r ? r->reason : std::string("n/a");
+        if (r) cj["validity"] = eval::validity_name(r->validity);
+        cells[col] = cj;
       }
-      r["results"] = cells;
-      rows.push_back(r);
+      row["results"] = cells;
+      rows.push_back(row);
     }
     j["entries"] = rows;
     std::printf("%s\n", j.dump(2).c_str());
@@ -147,44 +126,41 @@ int cmd_compare(int argc, char** argv) {
   for (const auto& c : columns) std::printf(" %20s", c.c_str());
   std::printf("\n");
   for (size_t i = 0; i < entries.size(); ++i) {
-    std::printf("%-30s %8d %-16s", entries[i].name.c_str(), entries[i].graph.num_ops(), entries[i].cluster_name.c_str());
-    for (size_t k = 0; k < columns.size(); ++k) {
-      const Cell& c = table[i][k];
+    std::printf("%-30s %8d %-16s", entries[i].name.c_str(), entries[i].graph.num_ops(),
+                entries[i].cluster_name.c_str());
+    const eval::Record* base = find(i, baseline);
+    for (const auto& col : columns) {
+      const eval::Record* r = find(i, col);
       char buf[64];
-      if (c.reason == "n/a") std::snprintf(buf, sizeof buf, "-");
-      else if (!c.valid) std::snprintf(buf, sizeof buf, "%s", c.reason.rfind("out of memory", 0) == 0 ? "OOM" : "invalid");
-      else if (base < columns.size() && table[i][base].valid)
-        std::snprintf(buf, sizeof buf, "%.2f (%.2fx)", c.step_s * 1e3, table[i][base].step_s / c.step_s);
-      else std::snprintf(buf, sizeof buf, "%.2f", c.step_s * 1e3);
+      if (!r) std::snprintf(buf, sizeof buf, "-");
+      else if (r->validity == eval::Validity::out_of_memory) std::snprintf(buf, sizeof buf, "OOM");
+      else if (r->validity == eval::Validity::method_failed) std::snprintf(buf, sizeof buf, "failed");
+      else if (!r->valid()) std::snprintf(buf, sizeof buf, "invalid");
+      else if (base && base->valid())
+        std::snprintf(buf, sizeof buf, "%.2f (%.2fx)", r->step_time_s * 1e3, base->step_time_s / r->step_time_s);
+      else std::snprintf(buf, sizeof buf, "%.2f", r->step_time_s * 1e3);
       std::printf(" %20s", buf);
     }
     std::printf("\n");
   }
   // Geometric-mean speed-up over the baseline, on entries where both are valid.
-  if (base < columns.size()) {
-    std::printf("\n%-56s", "geomean speed-up (entries valid under both)");
-    for (size_t k = 0; k < columns.size(); ++k) {
-      double logsum = 0;
-      int n = 0;
-      for (size_t i = 0; i < entries.size(); ++i)
-        if (table[i][k].valid && table[i][base].valid) {
-          logsum += std::log(table[i][base].step_s / table[i][k].step_s);
-          ++n;
-        }
-      char buf[32];
-      if (n) std::snprintf(buf, sizeof buf, "%.3fx (%d)", std::exp(logsum / n), n);
-      else std::snprintf(buf, sizeof buf, "-");
-      std::printf(" %20s", buf);
-    }
-    std::printf("\n");
+  std::printf("\n%-56s", "geomean speed-up (entries valid under both)");
+  for (const auto& col : columns) {
+    const eval::GeoMean gm = eval::geomean_speedup(records, col, baseline);
+    char buf[32];
+    if (gm.n) std::snprintf(buf, sizeof buf, "%.3fx (%d)", gm.value, gm.n);
+    else std::snprintf(buf, sizeof buf, "-");
+    std::printf(" %20s", buf);
   }
+  std::printf("\n");
   int invalid = 0;
   for (size_t i = 0; i < entries.size(); ++i)
-    for (size_t k = 0; k < columns.size(); ++k)
-      if (!table[i][k].valid && table[i][k].reason != "n/a") {
-        if (!invalid++) std::printf("\ninvalid placements:\n");
-        std::printf("  %s / %s: %s\n", entries[i].name.c_str(), columns[k].c_str(), table[i][k].reason.c_str());
-      }
+    for (const auto& col : columns) {
+      const eval::Record* r = find(i, col);
+      if (!r || r->valid()) continue;
+      if (!invalid++) std::printf("\ninvalid placements:\n");
+      std::printf("  %s / %s: %s\n", entries[i].name.c_str(), col.c_str(), r->reason.c_str());
+    }
   return 0;
 }
 

@@ -3,16 +3,26 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "cli/methods.h"
 #include "core/io.h"
+#include "place/registry.h"
 #include "sim/simulator.h"
 
 namespace gdp::cli {
 
 namespace {
-Placement placement_from_arg(const std::string& spec, const Graph& g, const Cluster& c) {
-  if (is_placement_method(spec)) return place_with_method(spec, g, c);
-  return read_placement_file(spec, g, c.num_devices());
+// A placement file, or the name of a method (run with its default options and seed 1).
+Placement placement_from_arg(const std::string& spec, const Graph& g, const Cluster& c,
+                             const CostModel& cost) {
+  const place::Registry& reg = place::registry();
+  if (!reg.find(spec)) return read_placement_file(spec, g, c.num_devices());
+  place::Problem problem(g, c, cost);
+  return place::place(place::prepare(reg, spec), problem, place::Budget(), 1).placement;
+}
+
+std::string method_list() {
+  std::string r;
+  for (const auto& m : place::registry().names()) r += (r.empty() ? "" : ", ") + m;
+  return r;
 }
 }  // namespace
 
@@ -26,19 +36,21 @@ int cmd_simulate(int argc, char** argv) {
         "link direction, memory per device) and prints the step time and per-device figures.\n"
         "  --graph G       gdp-graph JSON or PipeDream profile\n"
         "  --cluster C     cluster JSON file or preset (see `gdp cluster --list`)\n"
-        "  --placement P   placement JSON (docs/formats.md) or a method: single, round-robin, human\n"
+        "  --placement P   placement JSON (docs/formats.md) or a method (default options, seed\n"
+        "                  1): %s\n"
         "  --trace T.json  write a Chrome trace (open in Perfetto / chrome://tracing)\n"
         "  --profile F     device profile JSON for the cost model (default: built-in)\n"
         "  --queue Q       ready-queue order per device: fifo (default) or topo\n"
         "  --json          print one JSON object (step_time_s, valid, reason, devices, links, ...)\n"
-        "Exit status: 0 also for an invalid placement (see 'valid'); 1 bad input; 2 bad usage.\n");
+        "Exit status: 0 also for an invalid placement (see 'valid'); 1 bad input; 2 bad usage.\n",
+        method_list().c_str());
     return 0;
   }
   if (!a.positional().empty()) throw UsageError("unexpected argument '" + a.positional()[0] + "'");
   Graph g = read_graph_file(a.require("--graph"));
   Cluster c = read_cluster(a.require("--cluster"));
-  Placement p = placement_from_arg(a.require("--placement"), g, c);
   CostModel cost = a.has("--profile") ? CostModel::from_json_file(a.get("--profile")) : CostModel();
+  Placement p = placement_from_arg(a.require("--placement"), g, c, cost);
   SimOptions opt;
   std::string q = a.get("--queue", "fifo");
   if (q == "fifo") opt.queue_policy = QueuePolicy::fifo;

@@ -10,7 +10,7 @@ int cmd_convert(int argc, char** argv);   // cli/cmd_convert.cpp
 int cmd_cluster(int argc, char** argv);   // cli/cmd_cluster.cpp
 int cmd_simulate(int argc, char** argv);  // cli/cmd_simulate.cpp
 int cmd_gen(int argc, char** argv);       // cli/cmd_gen.cpp (datasets)
-int cmd_place(int argc, char** argv);     // cli/cmd_place.cpp (datasets, later baselines)
+int cmd_place(int argc, char** argv);     // cli/cmd_place.cpp (place/ registry)
 int cmd_compare(int argc, char** argv);   // cli/cmd_compare.cpp: the README's main job
 
 }  // namespace gdp::cli

@@ -22,7 +22,7 @@ const Command kCommands[] = {
     {"cluster", gdp::cli::cmd_cluster, "list cluster presets or print one as JSON"},
     {"simulate", gdp::cli::cmd_simulate, "simulate one training step of a placed graph"},
     {"gen", gdp::cli::cmd_gen, "generate a workload graph (paper models, random families)"},
-    {"place", gdp::cli::cmd_place, "compute a placement with a method (human, ...)"},
+    {"place", gdp::cli::cmd_place, "compute a placement with a registered method (--list)"},
     {"compare", gdp::cli::cmd_compare, "simulate a suite under several placements and compare"},
 };
 

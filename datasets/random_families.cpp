@@ -14,23 +14,6 @@
 
 namespace gdp::datasets {
 
-int64_t Rng::uniform(int64_t lo, int64_t hi) {
-  const unsigned __int128 span = static_cast<unsigned __int128>(hi - lo) + 1;
-  // Multiply-shift without rejection (Lemire): the bias is below span / 2^64, negligible here.
-  return lo + static_cast<int64_t>((static_cast<unsigned __int128>(gen_()) * span) >> 64);
-}
-
-size_t Rng::weighted(const std::vector<double>& weights) {
-  double total = 0;
-  for (double w : weights) total += w;
-  double x = unit() * total;
-  for (size_t i = 0; i < weights.size(); ++i) {
-    if (x < weights[i]) return i;
-    x -= weights[i];
-  }
-  return weights.size() - 1;
-}
-
 namespace {
 
 constexpr const char* kFamilyNames[] = {"layered", "series_parallel", "block_chain", "nas_cell"};
@@ -66,8 +49,8 @@ Domain choose_domain(Rng& r, bool vision, int64_t target_ops, bool cifar) {
   // Budgets drawn per graph (compute-heavy and launch-bound graphs both occur): the sum of
   // all forward outputs, whose simulated peak on one device is several times lower (outputs
   // are freed after their last backward consumer), and the resident parameters.
-  const double act_budget = (4 + 12 * r.unit()) * kGiB;
-  const double param_budget = (1.5 + 3 * r.unit()) * kGiB;
+  const double act_budget = (4 + 12 * r.uniform()) * kGiB;
+  const double param_budget = (1.5 + 3 * r.uniform()) * kGiB;
   if (vision) {
     d.batch = r.pick(std::vector<int64_t>{16, 32, 64, 128});
     d.hw = cifar ? 32 : r.pick(std::vector<int64_t>{56, 28, 14});
@@ -321,9 +304,9 @@ class Net {
 // skip one layer; multi-input nodes merge (add, add_n, mul, concat + projection).
 Tensor layered(Net& n, Tensor x) {
   Rng& r = n.rng();
-  const int64_t max_width = r.uniform(2, 8);
-  const int64_t stage_len = r.uniform(3, 12);
-  const double skip_p = 0.1 + 0.3 * r.unit();
+  const int64_t max_width = r.uniform_int(2, 8);
+  const int64_t stage_len = r.uniform_int(3, 12);
+  const double skip_p = 0.1 + 0.3 * r.uniform();
   std::vector<Tensor> prev{x}, prev2;
   int64_t in_stage = 0;
   for (int64_t u = 0; n.more(u); ++u) {
@@ -333,9 +316,9 @@ Tensor layered(Net& n, Tensor x) {
       prev2.clear();
       in_stage = 0;
     }
-    const int64_t w = r.uniform(1, max_width);
+    const int64_t w = r.uniform_int(1, max_width);
     std::vector<std::vector<Tensor>> ins(static_cast<size_t>(w));
-    for (const Tensor& p : prev) ins[static_cast<size_t>(r.uniform(0, w - 1))].push_back(p);
+    for (const Tensor& p : prev) ins[static_cast<size_t>(r.uniform_int(0, w - 1))].push_back(p);
     for (auto& in : ins) {
       if (in.empty()) in.push_back(r.pick(prev));
       if (!prev2.empty() && r.chance(skip_p)) in.push_back(r.pick(prev2));
@@ -357,12 +340,12 @@ Tensor sp_graph(Net& n, Tensor x, int64_t size) {
     return x;
   }
   if (r.chance(0.5)) {
-    const int64_t a = r.uniform(1, size - 1);
+    const int64_t a = r.uniform_int(1, size - 1);
     return sp_graph(n, sp_graph(n, x, a), size - a);
   }
-  const int64_t k = r.uniform(2, std::min<int64_t>(4, size));
+  const int64_t k = r.uniform_int(2, std::min<int64_t>(4, size));
   std::vector<int64_t> parts(static_cast<size_t>(k), 1);
-  for (int64_t i = k; i < size; ++i) ++parts[static_cast<size_t>(r.uniform(0, k - 1))];
+  for (int64_t i = k; i < size; ++i) ++parts[static_cast<size_t>(r.uniform_int(0, k - 1))];
   std::vector<Tensor> branches;
   for (int64_t p : parts) branches.push_back(sp_graph(n, x, p));
   return n.merge(branches);
@@ -370,13 +353,13 @@ Tensor sp_graph(Net& n, Tensor x, int64_t size) {
 
 Tensor series_parallel(Net& n, Tensor x, int64_t target_ops) {
   Rng& r = n.rng();
-  const int64_t stage_len = r.uniform(2, 8);
+  const int64_t stage_len = r.uniform_int(2, 8);
   // Segments of up to 16 layers; small graphs get small segments so the target is reachable.
-  const int64_t max_size = std::min<int64_t>(r.uniform(4, 16), std::max<int64_t>(3, target_ops / 40));
+  const int64_t max_size = std::min<int64_t>(r.uniform_int(4, 16), std::max<int64_t>(3, target_ops / 40));
   for (int64_t u = 0; n.more(u); ++u) {
     GraphBuilder::Scope s(n.b(), "unit_" + std::to_string(u));
     if (u > 0 && u % stage_len == 0 && n.can_transition()) x = n.transition(x);
-    x = sp_graph(n, x, r.uniform(3, max_size));
+    x = sp_graph(n, x, r.uniform_int(3, max_size));
   }
   return x;
 }
@@ -397,9 +380,9 @@ Tensor block_chain(Net& n, Tensor x, int64_t target_ops) {
              : (small ? r.pick(std::vector<Block>{Block::recurrent, Block::random})
                       : r.pick(std::vector<Block>{Block::transformer, Block::recurrent,
                                                   Block::random}));
-  const int64_t stage_len = r.uniform(2, 8);
-  const uint64_t template_seed = r.bits();
-  const int64_t template_size = small ? r.uniform(2, 4) : r.uniform(4, 12);
+  const int64_t stage_len = r.uniform_int(2, 8);
+  const uint64_t template_seed = r.next_u64();
+  const int64_t template_size = small ? r.uniform_int(2, 4) : r.uniform_int(4, 12);
   Tensor shared_kernel, shared_bias;  // recurrent blocks share their weights (tied repeats)
   for (int64_t u = 0; n.more(u); ++u) {
     GraphBuilder::Scope s(b, "block_" + std::to_string(u));
@@ -486,7 +469,7 @@ NasCell sample_cell(Rng& r, int nodes) {
   NasCell c;
   for (int i = 0; i < nodes; ++i)
     for (int side = 0; side < 2; ++side) {
-      c.in.push_back(static_cast<int>(r.uniform(0, i + 1)));
+      c.in.push_back(static_cast<int>(r.uniform_int(0, i + 1)));
       c.ops.push_back(r.pick(std::vector<NasOp>{NasOp::sep3, NasOp::sep5, NasOp::avg3,
                                                 NasOp::max3, NasOp::identity}));
     }
@@ -510,9 +493,9 @@ Tensor nas_op(GraphBuilder& b, Tensor x, NasOp op, int64_t c, int64_t stride) {
 Tensor nas_cell_graph(Net& n, Tensor x, int64_t target_ops) {
   Rng& r = n.rng();
   GraphBuilder& b = n.b();
-  const int nodes = target_ops < 200 ? 1 : target_ops < 400 ? 2 : target_ops < 1500 ? 3 : static_cast<int>(r.uniform(4, 6));
+  const int nodes = target_ops < 200 ? 1 : target_ops < 400 ? 2 : target_ops < 1500 ? 3 : static_cast<int>(r.uniform_int(4, 6));
   const NasCell normal = sample_cell(r, nodes), reduction = sample_cell(r, nodes);
-  const int64_t per_stage = r.uniform(2, 6);
+  const int64_t per_stage = r.uniform_int(2, 6);
   Tensor prev = x, cur = x;
   int64_t since_reduction = 0;
   for (int64_t u = 0; n.more(u); ++u) {

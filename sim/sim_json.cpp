@@ -18,6 +18,7 @@ json result_json(const SimResult& r, const Cluster& c, const Graph* g) {
   json j = json::object();
   j["step_time_s"] = number_or_null(r.step_time_s);
   j["valid"] = r.valid;
+  j["status"] = sim_status_name(r.status);
   j["reason"] = r.reason;
   json devs = json::array();
   for (size_t d = 0; d < r.devices.size(); ++d) {

@@ -20,6 +20,16 @@ const char* queue_policy_name(QueuePolicy p) {
   return p == QueuePolicy::fifo ? "fifo" : "topo_priority";
 }
 
+const char* sim_status_name(SimStatus s) {
+  switch (s) {
+    case SimStatus::valid: return "valid";
+    case SimStatus::out_of_memory: return "out_of_memory";
+    case SimStatus::split_colocation: return "split_colocation";
+    case SimStatus::malformed_placement: return "malformed_placement";
+  }
+  return "?";
+}
+
 bool parse_queue_policy(const std::string& s, QueuePolicy* out) {
   if (s == "fifo") {
     *out = QueuePolicy::fifo;
@@ -41,12 +51,12 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Structural validity of a placement; the reason is only built when `reason` is non-null.
-bool check_placement(const SimProgram& P, const Placement& pl, std::string* reason) {
+SimStatus check_placement(const SimProgram& P, const Placement& pl, std::string* reason) {
   if (static_cast<int64_t>(pl.device.size()) != P.num_ops) {
     if (reason)
       *reason = "placement has " + std::to_string(pl.device.size()) + " entries but graph '" + P.graph.name +
                 "' has " + std::to_string(P.num_ops) + " ops";
-    return false;
+    return SimStatus::malformed_placement;
   }
   const int32_t* dev = pl.device.data();
   for (int32_t i = 0; i < P.num_ops; ++i) {
@@ -55,7 +65,7 @@ bool check_placement(const SimProgram& P, const Placement& pl, std::string* reas
         *reason = "op '" + P.graph.op(i).name + "' is placed on device " + std::to_string(dev[i]) + " but cluster '" +
                   P.cluster.name + "' has " + std::to_string(P.num_devices) + " devices (0.." +
                   std::to_string(P.num_devices - 1) + ")";
-      return false;
+      return SimStatus::malformed_placement;
     }
   }
   for (int32_t i = 0; i < P.num_ops; ++i) {
@@ -65,10 +75,10 @@ bool check_placement(const SimProgram& P, const Placement& pl, std::string* reas
         *reason = "colocation group '" + P.graph.op(i).colocation + "' is split: op '" + P.graph.op(f).name +
                   "' on " + P.cluster.devices[dev[f]].name + ", op '" + P.graph.op(i).name + "' on " +
                   P.cluster.devices[dev[i]].name;
-      return false;
+      return SimStatus::split_colocation;
     }
   }
-  return true;
+  return SimStatus::valid;
 }
 
 // One simulation. Full = false is the RL hot path: no recording, stops at the first
@@ -381,6 +391,7 @@ double simulate(const SimProgram& P, const Placement& pl, SimState& S, SimResult
       os << "out of memory on " << P.cluster.devices[S.oom_device].name << " at t=" << S.oom_time_s
          << " s: " << S.oom_bytes << " bytes in use > capacity " << P.capacity_bytes[S.oom_device] << " bytes";
       R->valid = false;
+      R->status = SimStatus::out_of_memory;
       R->reason = os.str();
     }
     if (P.opt.record_critical_path && N > 0) {
@@ -418,7 +429,8 @@ SimResult Simulator::run(const Placement& p) { return run(p, *state_); }
 SimResult Simulator::run(const Placement& p, SimState& state) const {
   SimResult r;
   std::string reason;
-  if (!check_placement(*prog_, p, &reason)) {
+  r.status = check_placement(*prog_, p, &reason);
+  if (r.status != SimStatus::valid) {
     r.valid = false;
     r.reason = reason;
     r.step_time_s = kInf;
@@ -429,7 +441,7 @@ SimResult Simulator::run(const Placement& p, SimState& state) const {
 }
 
 double Simulator::step_time(const Placement& p, SimState& state) const {
-  if (!check_placement(*prog_, p, nullptr)) return kInf;
+  if (check_placement(*prog_, p, nullptr) != SimStatus::valid) return kInf;
   return simulate<false>(*prog_, p, state, nullptr);
 }
 

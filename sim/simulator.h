@@ -31,6 +31,15 @@ struct SimOptions {
   bool record_op_times = false;                  // fill SimResult::op_start_s / op_end_s
 };
 
+// Why a simulated placement is or is not valid.
+enum class SimStatus : uint8_t {
+  valid,
+  out_of_memory,        // a device's peak memory exceeds its capacity
+  split_colocation,     // ops of one colocation group on different devices
+  malformed_placement,  // wrong length, or a device index outside the cluster
+};
+const char* sim_status_name(SimStatus s);  // "valid", "out_of_memory", ...
+
 struct DeviceStats {
   double busy_s = 0;               // sum of the op times run on the device
   int64_t peak_memory_bytes = 0;   // resident + the most live tensors/temporaries at once
@@ -51,6 +60,7 @@ struct SimResult {
   // invalid placements (wrong length, device out of range, split colocation group) it is +inf.
   double step_time_s = 0;
   bool valid = true;
+  SimStatus status = SimStatus::valid;  // valid == (status == SimStatus::valid)
   std::string reason;  // empty when valid; e.g. "out of memory on gpu1 at t=... : ... bytes > ..."
   std::vector<DeviceStats> devices;
   std::vector<int64_t> link_bytes;         // per directed link (each hop counts the bytes)

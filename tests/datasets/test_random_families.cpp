@@ -1,5 +1,5 @@
 // Random graph families: sizes within 10% of the target, deterministic bytes per seed, valid
-// training DAGs (strict round trip, colocated updates, a valid simulation), the RNG mapping.
+// training DAGs (strict round trip, colocated updates, a valid simulation).
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -11,6 +11,7 @@
 #include "core/placement.h"
 #include "datasets/random_families.h"
 #include "datasets/registry.h"
+#include "place_helpers.h"
 #include "sim/simulator.h"
 
 using namespace gdp;
@@ -27,29 +28,6 @@ Graph make(const std::string& family, int64_t ops, uint64_t seed) {
 }
 
 }  // namespace
-
-TEST_CASE("datasets/random rng is the standard mt19937_64 with portable mappings", "[datasets]") {
-  Rng r(5489);  // std::mt19937_64's default seed; the standard fixes its 10000th output
-  uint64_t x = 0;
-  for (int i = 0; i < 10000; ++i) x = r.bits();
-  CHECK(x == 9981545732273789042ull);
-  Rng a(7), b(7);
-  int hits[5] = {0, 0, 0, 0, 0};
-  for (int i = 0; i < 5000; ++i) {
-    int64_t v = a.uniform(-2, 2);
-    REQUIRE(v >= -2);
-    REQUIRE(v <= 2);
-    ++hits[v + 2];
-    CHECK(b.uniform(-2, 2) == v);
-  }
-  for (int h : hits) CHECK(h > 800);  // about 1000 each
-  for (int i = 0; i < 1000; ++i) {
-    double u = a.unit();
-    REQUIRE(u >= 0);
-    REQUIRE(u < 1);
-  }
-  CHECK(a.weighted({0, 1, 0}) == 1);
-}
 
 TEST_CASE("datasets/random family sizes within 10% of the target", "[datasets]") {
   for (const std::string& family : random_family_names())
@@ -116,7 +94,7 @@ TEST_CASE("datasets/random graphs are valid training DAGs", "[datasets]") {
       CHECK(updates == vars);
       // Round-robin placement (colocation kept) simulates validly on four V100s.
       Simulator sim(g, cluster, CostModel());
-      SimResult r = sim.run(place_round_robin(g, cluster.num_devices()));
+      SimResult r = sim.run(test::place_by("round-robin", g, cluster));
       INFO(r.reason);
       CHECK(r.valid);
       CHECK(r.step_time_s > 0);

@@ -68,6 +68,11 @@ inline Op timed_op(const std::string& name, double time_s, int64_t out_bytes = 1
   return op;
 }
 
+// Every op on device d.
+inline Placement on_device(const Graph& g, int32_t d) {
+  return Placement{std::vector<int32_t>(g.num_ops(), d)};
+}
+
 inline Placement placement_of(std::vector<int32_t> devs) {
   Placement p;
   p.device = std::move(devs);

@@ -8,7 +8,8 @@
 #include <new>
 
 #include "core/cluster.h"
-#include "sim/random_graph.h"
+#include "datasets/random_dag.h"
+#include "sim/sim_fixtures.h"
 #include "sim/simulator.h"
 
 namespace {
@@ -26,15 +27,15 @@ void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 using namespace gdp;
 
 TEST_CASE("sim/hot path/step_time allocates nothing once the state is warm", "[sim][alloc]") {
-  RandomGraphSpec spec;
+  datasets::RandomGraphSpec spec;
   spec.num_ops = 5000;
   spec.seed = 3;
-  Graph g = make_random_layered_graph(spec);
+  Graph g = datasets::make_random_layered_graph(spec);
   Cluster c = make_cluster_preset("v100x4-pcie");  // multi-hop routes
   Simulator sim(g, c, CostModel());
   std::vector<Placement> ps;
-  for (uint64_t s = 0; s < 6; ++s) ps.push_back(random_placement(g, c.num_devices(), 40 + s));
-  ps.push_back(place_single(g, 0));
+  for (uint64_t s = 0; s < 6; ++s) ps.push_back(datasets::random_placement(g, c.num_devices(), 40 + s));
+  ps.push_back(test::on_device(g, 0));
   auto st = sim.make_state();
   double warm = sim.step_time(ps[0], *st);
   REQUIRE(std::isfinite(warm));

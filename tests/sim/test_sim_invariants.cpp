@@ -9,7 +9,10 @@
 
 #include "core/cluster.h"
 #include "core/io.h"
-#include "sim/random_graph.h"
+#include "datasets/random_dag.h"
+#include "sim/sim_fixtures.h"
+#include "place/units.h"
+#include "place_helpers.h"
 #include "sim/simulator.h"
 #include "reference_sim.h"
 #include "test_paths.h"
@@ -118,50 +121,50 @@ TEST_CASE("sim/invariants/random DAGs from 10 to 10,000 ops", "[sim][invariants]
                         {1000, "v100x8-nvlink", 4}, {1000, "p100x4-pcie", 5},  {3000, "h100x16-2node", 6},
                         {10000, "v100x8-nvlink", 7}};
   for (const Case& k : cases) {
-    RandomGraphSpec spec;
+    datasets::RandomGraphSpec spec;
     spec.num_ops = k.ops;
     spec.layer_width = std::max(2, k.ops / 40);
     spec.seed = k.seed;
-    Graph g = make_random_layered_graph(spec);
+    Graph g = datasets::make_random_layered_graph(spec);
     Cluster c = make_cluster_preset(k.cluster);
     SimOptions opt;
     opt.record_op_times = true;
     Simulator sim(g, c, CostModel(), opt);
-    check_invariants(g, c, sim, random_placement(g, c.num_devices(), k.seed * 31));
-    check_invariants(g, c, sim, place_single(g, 0));
-    check_invariants(g, c, sim, place_round_robin(g, c.num_devices()));
+    check_invariants(g, c, sim, datasets::random_placement(g, c.num_devices(), k.seed * 31));
+    check_invariants(g, c, sim, test::on_device(g, 0));
+    check_invariants(g, c, sim, test::place_by("round-robin", g, c));
     opt.queue_policy = QueuePolicy::topo_priority;
     Simulator simt(g, c, CostModel(), opt);
-    check_invariants(g, c, simt, random_placement(g, c.num_devices(), k.seed * 37));
+    check_invariants(g, c, simt, datasets::random_placement(g, c.num_devices(), k.seed * 37));
   }
 }
 
 TEST_CASE("sim/invariants/single device step time is the total work", "[sim][invariants]") {
-  RandomGraphSpec spec;
+  datasets::RandomGraphSpec spec;
   spec.num_ops = 500;
   spec.seed = 11;
-  Graph g = make_random_layered_graph(spec);
+  Graph g = datasets::make_random_layered_graph(spec);
   Cluster c = make_cluster_preset("v100x4-nvlink");
   Simulator sim(g, c, CostModel());
   double work = 0;
   for (int32_t i = 0; i < g.num_ops(); ++i) work += sim.op_time_s(i, 2);
-  SimResult r = sim.run(place_single(g, 2));
+  SimResult r = sim.run(test::on_device(g, 2));
   CHECK(r.step_time_s == Approx(work).epsilon(1e-12));
   CHECK(r.transfers == 0);
 }
 
 TEST_CASE("sim/determinism/same placement twice gives identical results", "[sim][determinism]") {
-  RandomGraphSpec spec;
+  datasets::RandomGraphSpec spec;
   spec.num_ops = 2000;
   spec.seed = 21;
-  Graph g = make_random_layered_graph(spec);
+  Graph g = datasets::make_random_layered_graph(spec);
   Cluster c = make_cluster_preset("v100x4-pcie");
   SimOptions opt;
   opt.record_trace = true;
   Simulator sim(g, c, CostModel(), opt);
-  Placement p = random_placement(g, c.num_devices(), 5);
+  Placement p = datasets::random_placement(g, c.num_devices(), 5);
   SimResult a = sim.run(p);
-  sim.run(random_placement(g, c.num_devices(), 6));  // dirty the internal state in between
+  sim.run(datasets::random_placement(g, c.num_devices(), 6));  // dirty the internal state in between
   SimResult b = sim.run(p);
   CHECK(a.step_time_s == b.step_time_s);
   CHECK(a.link_bytes == b.link_bytes);
@@ -181,15 +184,15 @@ TEST_CASE("sim/determinism/same placement twice gives identical results", "[sim]
 }
 
 TEST_CASE("sim/determinism/step_times in parallel equals sequential", "[sim][determinism]") {
-  RandomGraphSpec spec;
+  datasets::RandomGraphSpec spec;
   spec.num_ops = 3000;
   spec.seed = 31;
-  Graph g = make_random_layered_graph(spec);
+  Graph g = datasets::make_random_layered_graph(spec);
   Cluster c = make_cluster_preset("v100x8-nvlink");
   Simulator sim(g, c, CostModel());
   std::vector<Placement> ps;
-  for (uint64_t s = 0; s < 24; ++s) ps.push_back(random_placement(g, c.num_devices(), 100 + s));
-  ps.push_back(place_single(g, 3));
+  for (uint64_t s = 0; s < 24; ++s) ps.push_back(datasets::random_placement(g, c.num_devices(), 100 + s));
+  ps.push_back(test::on_device(g, 3));
   ps.push_back(Placement{});  // invalid: wrong length => +inf
   std::vector<double> par = sim.step_times(ps);
   auto st = sim.make_state();
@@ -203,12 +206,12 @@ TEST_CASE("sim/reference/fast simulator equals the readable reference on small r
   const char* clusters[] = {"v100x4-nvlink", "v100x4-pcie", "h100x16-2node"};
   int cases = 0;
   for (uint64_t seed = 1; seed <= 12; ++seed) {
-    RandomGraphSpec spec;
+    datasets::RandomGraphSpec spec;
     spec.num_ops = 20 + static_cast<int32_t>(seed * 23 % 180);
     spec.layer_width = 3 + static_cast<int32_t>(seed % 7);
     spec.edges_per_op = 1.5 + 0.25 * static_cast<double>(seed % 4);
     spec.seed = seed;
-    Graph g = make_random_layered_graph(spec);
+    Graph g = datasets::make_random_layered_graph(spec);
     Cluster c = make_cluster_preset(clusters[seed % 3]);
     for (QueuePolicy pol : {QueuePolicy::fifo, QueuePolicy::topo_priority}) {
       SimOptions opt;
@@ -216,7 +219,7 @@ TEST_CASE("sim/reference/fast simulator equals the readable reference on small r
       opt.record_op_times = true;
       opt.check_memory = false;
       Simulator sim(g, c, CostModel(), opt);
-      Placement p = random_placement(g, c.num_devices(), seed * 1000 + static_cast<uint64_t>(pol));
+      Placement p = datasets::random_placement(g, c.num_devices(), seed * 1000 + static_cast<uint64_t>(pol));
       SimResult fast = sim.run(p);
       test::RefResult ref = test::reference_simulate(g, c, sim, p, pol);
       INFO("seed " << seed << " policy " << queue_policy_name(pol) << " on " << c.name);
@@ -250,12 +253,12 @@ TEST_CASE("sim/pipedream/real measured profiles: one device sums the measured ti
     double total = 0;
     for (const Op& op : g.ops()) total += op.measured.at(0).time_s;
     INFO(rel);
-    SimResult one = sim.run(place_single(g, 1));
+    SimResult one = sim.run(test::on_device(g, 1));
     CHECK(one.step_time_s == Approx(total).epsilon(1e-12));
     CHECK(one.critical_path.size() >= 2);
-    check_invariants(g, c, sim, place_round_robin(g, c.num_devices()));
-    Placement p = random_placement(g, c.num_devices(), 99);
-    enforce_colocation(g, p);
+    check_invariants(g, c, sim, test::place_by("round-robin", g, c));
+    Placement p = datasets::random_placement(g, c.num_devices(), 99);
+    place::enforce_colocation(g, p);
     check_invariants(g, c, sim, p);
   }
 }

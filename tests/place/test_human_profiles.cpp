@@ -6,14 +6,14 @@
 #include <set>
 
 #include "core/io.h"
-#include "datasets/human.h"
 #include "datasets/suite.h"
 #include "sim/simulator.h"
+#include "place_helpers.h"
 #include "test_paths.h"
 
 using namespace gdp;
 
-TEST_CASE("datasets/human placement stages an imported profile that does not fit one GPU", "[datasets]") {
+TEST_CASE("place/human placement stages an imported profile that does not fit one GPU", "[place]") {
   if (!test::shared_available()) {
     WARN("SKIPPED: ../shared/data/pipedream-profiles not found next to the checkout");
     return;
@@ -21,9 +21,9 @@ TEST_CASE("datasets/human placement stages an imported profile that does not fit
   Graph g = read_graph_file(test::shared_dir() + "/data/pipedream-profiles/image_classification/resnet50.txt");
   Cluster c = make_cluster_preset("v100x4-nvlink");
   Simulator sim(g, c, CostModel());
-  REQUIRE_FALSE(sim.run(place_single(g, 0)).valid);  // 16 GiB is not enough at batch 128
-  datasets::HumanPlacementInfo info;
-  Placement p = datasets::human_placement(g, c, &info);
+  REQUIRE_FALSE(sim.run(Placement{std::vector<int32_t>(g.num_ops(), 0)}).valid);  // 16 GiB is not enough at batch 128
+  place::HumanPlacementInfo info;
+  Placement p = test::human(g, c, &info);
   SimResult r = sim.run(p);
   CHECK(r.valid);
   CHECK(info.strategy == "stages");
@@ -32,7 +32,7 @@ TEST_CASE("datasets/human placement stages an imported profile that does not fit
   CHECK(used.size() >= 2);
 }
 
-TEST_CASE("datasets/pipedream suite loads the shared profiles", "[datasets]") {
+TEST_CASE("place/pipedream suite loads the shared profiles", "[place]") {
   if (!test::shared_available()) {
     WARN("SKIPPED: ../shared/data/pipedream-profiles not found next to the checkout");
     return;
@@ -42,6 +42,6 @@ TEST_CASE("datasets/pipedream suite loads the shared profiles", "[datasets]") {
   for (const auto& e : entries) {
     INFO(e.name);
     Simulator sim(e.graph, e.cluster, CostModel());
-    CHECK(sim.run(datasets::human_placement(e.graph, e.cluster)).valid);
+    CHECK(sim.run(test::human(e.graph, e.cluster)).valid);
   }
 }

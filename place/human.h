@@ -6,11 +6,10 @@
 
 #include <string>
 
-#include "core/cluster.h"
-#include "core/graph.h"
 #include "core/placement.h"
+#include "place/run.h"
 
-namespace gdp::datasets {
+namespace gdp::place {
 
 struct HumanPlacementInfo {
   std::string strategy;  // "layers" (units dealt over devices), "single", "stages"
@@ -20,8 +19,9 @@ struct HumanPlacementInfo {
 
 // Placement for any graph (from the generators or imported). Units are the scope components
 // "layer_<k>" / "stack_<k>" / "cell_<k>"; encoder and decoder layer k share a device. Graphs
-// without units go on one device when the simulator finds that it fits in memory, else are
-// cut into contiguous stages (topological order of the forward ops, balanced by flops).
-Placement human_placement(const Graph& g, const Cluster& c, HumanPlacementInfo* info = nullptr);
+// without units go on one device when the problem's simulator (the caller's cost model) finds
+// that it fits in memory, else are cut into contiguous stages (topological order of the
+// forward ops, balanced by flops). The memory checks are counted as samples of `run`.
+Placement human_placement(Run& run, HumanPlacementInfo* info = nullptr);
 
-}  // namespace gdp::datasets
+}  // namespace gdp::place

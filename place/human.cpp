@@ -1,16 +1,17 @@
 // Human-expert placement rules (see human.h): unit (layer/stack) blocks per device, stage
 // splits for CNNs that do not fit, neighbours for unscoped ops, gradients with their forward op.
-#include "datasets/human.h"
+#include "place/human.h"
 
 #include <algorithm>
 #include <cctype>
 #include <limits>
+#include <stdexcept>
 
 #include "core/error.h"
-#include "sim/cost_model.h"
-#include "sim/simulator.h"
+#include "place/methods.h"
+#include "place/units.h"
 
-namespace gdp::datasets {
+namespace gdp::place {
 
 namespace {
 
@@ -129,19 +130,18 @@ std::vector<int32_t> stage_split(const Graph& g, int32_t parts) {
   return dev;
 }
 
-bool fits(const Graph& g, const Cluster& c, const Placement& p) {
-  SimOptions opt;
-  opt.record_critical_path = false;
-  Simulator sim(g, c, CostModel(), opt);
-  return sim.run(p).valid;
+bool fits(Run& run, const Placement& p) {
+  const Simulator& sim = run.problem().simulator();
+  auto state = sim.make_state();
+  run.count_samples(1);
+  return sim.run(p, *state).valid;
 }
 
 }  // namespace
 
-Placement human_placement(const Graph& g, const Cluster& c, HumanPlacementInfo* info) {
-  if (!g.finalized()) throw InputError("human_placement: the graph is not finalized");
-  const int32_t D = c.num_devices();
-  if (D < 1) throw InputError("human_placement: the cluster has no devices");
+Placement human_placement(Run& run, HumanPlacementInfo* info) {
+  const Graph& g = run.problem().graph();
+  const int32_t D = run.problem().num_devices();
   HumanPlacementInfo local;
   HumanPlacementInfo& inf = info ? *info : local;
 
@@ -179,13 +179,38 @@ Placement human_placement(const Graph& g, const Cluster& c, HumanPlacementInfo* 
   for (int32_t parts = 1; parts <= D; ++parts) {
     std::vector<int32_t> dev = parts == 1 ? std::vector<int32_t>(g.num_ops(), 0) : stage_split(g, parts);
     Placement p = finish(g, std::move(dev));
-    if (parts == D || fits(g, c, p)) {
+    if (parts == D || fits(run, p)) {
       inf.strategy = parts == 1 ? "single" : "stages";
       inf.devices_used = parts;
       return p;
     }
   }
-  return place_single(g, 0);  // unreachable: the loop returns at parts == D
+  throw std::logic_error("human_placement: no stage count was tried");  // parts == D returns
 }
 
-}  // namespace gdp::datasets
+namespace {
+
+class HumanPlacer : public Placer {
+ public:
+  Placement place(Run& run) override {
+    HumanPlacementInfo info;
+    Placement p = human_placement(run, &info);
+    std::string n = info.strategy + ", " + std::to_string(info.devices_used) + " device(s)";
+    if (info.strategy == "layers") n += ", " + std::to_string(info.units) + " layers/stacks";
+    run.set_note(n);
+    return p;
+  }
+};
+
+}  // namespace
+
+MethodInfo human_method() {
+  return MethodInfo{"human",
+                    "the expert's placement: a layer or stack per GPU in contiguous blocks; CNNs "
+                    "on one GPU, or in stages when they do not fit",
+                    {},
+                    false,
+                    [](const Options&) { return std::make_unique<HumanPlacer>(); }};
+}
+
+}  // namespace gdp::place

@@ -1,14 +1,16 @@
-// Seeded random layered DAG generator (see random_graph.h).
-#include "sim/random_graph.h"
+// Seeded random layered DAG generator (see random_dag.h).
+#include "datasets/random_dag.h"
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
-namespace gdp {
+#include "core/rng.h"
+
+namespace gdp::datasets {
 
 Graph make_random_layered_graph(const RandomGraphSpec& spec) {
-  SplitMix64 rng(spec.seed);
+  Rng rng(spec.seed);
   Graph g;
   g.name = "random_layered_" + std::to_string(spec.num_ops) + "_s" + std::to_string(spec.seed);
   static const char* kTypes[] = {"MatMul", "Conv2D", "Add", "Relu", "Sum", "Reshape"};
@@ -52,11 +54,11 @@ Graph make_random_layered_graph(const RandomGraphSpec& spec) {
 }
 
 Placement random_placement(const Graph& g, int32_t num_devices, uint64_t seed) {
-  SplitMix64 rng(seed);
+  Rng rng(seed);
   Placement p;
   p.device.resize(g.num_ops());
   for (auto& d : p.device) d = static_cast<int32_t>(rng.below(num_devices));
   return p;
 }
 
-}  // namespace gdp
+}  // namespace gdp::datasets

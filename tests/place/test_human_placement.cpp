@@ -6,16 +6,17 @@
 #include <set>
 
 #include "core/io.h"
-#include "datasets/human.h"
 #include "datasets/registry.h"
 #include "datasets/suite.h"
 #include "sim/simulator.h"
+#include "place_helpers.h"
 #include "test_paths.h"
 
 using namespace gdp;
 using namespace gdp::datasets;
 
 namespace {
+
 
 std::string suite_path(const std::string& name) {
   return gdp::test::source_dir() + "/datasets/suites/" + name + ".json";
@@ -28,8 +29,8 @@ SimResult simulate(const Graph& g, const Cluster& c, const Placement& p) {
 
 }  // namespace
 
-TEST_CASE("datasets/every generator: deterministic, strict round trip, valid human placement (smoke)",
-          "[datasets]") {
+TEST_CASE("place/every generator: deterministic, strict round trip, valid human placement (smoke)",
+          "[place]") {
   SuiteSpec spec = read_suite_spec(suite_path("smoke"));
   std::set<std::string> covered;
   for (const auto& e : spec.entries) covered.insert(e.model);
@@ -47,7 +48,7 @@ TEST_CASE("datasets/every generator: deterministic, strict round trip, valid hum
     CHECK(graph_to_json(generate(spec.entries[i].model, spec.entries[i].options)) == text);
     Graph back = parse_graph_json(text, e.name);
     CHECK(graph_to_json(back) == text);
-    Placement p = human_placement(back, e.cluster);
+    Placement p = test::human(back, e.cluster);
     REQUIRE(p.device.size() == static_cast<size_t>(back.num_ops()));
     SimResult r = simulate(back, e.cluster, p);
     CHECK(r.valid);
@@ -55,13 +56,13 @@ TEST_CASE("datasets/every generator: deterministic, strict round trip, valid hum
   }
 }
 
-TEST_CASE("datasets/human placement of every paper and holdout workload fits its cluster",
-          "[datasets]") {
+TEST_CASE("place/human placement of every paper and holdout workload fits its cluster",
+          "[place]") {
   for (const char* suite : {"paper", "holdout"}) {
     for (const SuiteEntry& e : load_suite(suite_path(suite))) {
       INFO(suite << ": " << e.name);
-      HumanPlacementInfo info;
-      Placement p = human_placement(e.graph, e.cluster, &info);
+      place::HumanPlacementInfo info;
+      Placement p = test::human(e.graph, e.cluster, &info);
       SimResult r = simulate(e.graph, e.cluster, p);
       CHECK(r.valid);
       INFO(r.reason);
@@ -71,7 +72,7 @@ TEST_CASE("datasets/human placement of every paper and holdout workload fits its
   }
 }
 
-TEST_CASE("datasets/human placement of GNMT: layer k of encoder and decoder on GPU k", "[datasets]") {
+TEST_CASE("place/human placement of GNMT: layer k of encoder and decoder on GPU k", "[place]") {
   GenOptions o;
   o.layers = 4;
   o.seq_len = 6;
@@ -80,8 +81,8 @@ TEST_CASE("datasets/human placement of GNMT: layer k of encoder and decoder on G
   o.batch = 4;
   Graph g = generate("gnmt", o);
   Cluster c = read_cluster("v100x4-nvlink");
-  HumanPlacementInfo info;
-  Placement p = human_placement(g, c, &info);
+  place::HumanPlacementInfo info;
+  Placement p = test::human(g, c, &info);
   CHECK(info.strategy == "layers");
   CHECK(info.units == 4);
   auto dev = [&](const std::string& name) {
@@ -114,7 +115,7 @@ TEST_CASE("datasets/human placement of GNMT: layer k of encoder and decoder on G
   CHECK(simulate(g, c, p).valid);
 }
 
-TEST_CASE("datasets/human placement: more layers than GPUs go in contiguous blocks", "[datasets]") {
+TEST_CASE("place/human placement: more layers than GPUs go in contiguous blocks", "[place]") {
   GenOptions o;
   o.layers = 4;
   o.seq_len = 3;
@@ -123,7 +124,7 @@ TEST_CASE("datasets/human placement: more layers than GPUs go in contiguous bloc
   o.batch = 2;
   Graph g = generate("rnnlm", o);
   Cluster c = read_cluster("v100x2-nvlink");
-  Placement p = human_placement(g, c);
+  Placement p = test::human(g, c);
   for (int32_t l = 0; l < 4; ++l) {
     int32_t i = g.find_op("layer_" + std::to_string(l) + "/t1/MatMul");
     REQUIRE(i >= 0);
@@ -133,13 +134,13 @@ TEST_CASE("datasets/human placement: more layers than GPUs go in contiguous bloc
   CHECK(p.device[g.find_op("softmax/MatMul")] == 1);
 }
 
-TEST_CASE("datasets/human placement of a small CNN: one GPU", "[datasets]") {
+TEST_CASE("place/human placement of a small CNN: one GPU", "[place]") {
   GenOptions o;
   o.batch = 2;
   o.image_size = 64;
   Graph g = generate("resnet50", o);
-  HumanPlacementInfo info;
-  Placement p = human_placement(g, read_cluster("v100x4-nvlink"), &info);
+  place::HumanPlacementInfo info;
+  Placement p = test::human(g, read_cluster("v100x4-nvlink"), &info);
   CHECK(info.strategy == "single");
   for (int32_t d : p.device) CHECK(d == 0);
 }

@@ -1,5 +1,6 @@
-// Seeded random layered DAGs for the simulator's invariant tests and its benchmark: the same
-// seed gives the same graph on every platform (own RNG, no std distributions).
+// Seeded random layered DAGs of generic ops for the simulator's invariant tests and its
+// benchmark (no training structure: see random_families.h for those): the same seed gives the
+// same graph on every platform (core/rng.h).
 #pragma once
 
 #include <cstdint>
@@ -7,21 +8,7 @@
 #include "core/graph.h"
 #include "core/placement.h"
 
-namespace gdp {
-
-// splitmix64: small, fast, and identical everywhere.
-struct SplitMix64 {
-  uint64_t s;
-  explicit SplitMix64(uint64_t seed) : s(seed) {}
-  uint64_t next() {
-    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
-  int64_t below(int64_t n) { return static_cast<int64_t>(next() % static_cast<uint64_t>(n)); }
-};
+namespace gdp::datasets {
 
 struct RandomGraphSpec {
   int32_t num_ops = 1000;
@@ -38,4 +25,4 @@ Graph make_random_layered_graph(const RandomGraphSpec& spec);
 // A uniformly random device per op.
 Placement random_placement(const Graph& g, int32_t num_devices, uint64_t seed);
 
-}  // namespace gdp
+}  // namespace gdp::datasets

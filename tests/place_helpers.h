@@ -1,0 +1,31 @@
+// Test helpers: a placement by registry method name (default options, seed 1, no budget), and
+// the human placement with its report.
+#pragma once
+
+#include <string>
+
+#include "core/cluster.h"
+#include "core/graph.h"
+#include "core/placement.h"
+#include "place/human.h"
+#include "place/registry.h"
+#include "sim/cost_model.h"
+
+namespace gdp::test {
+
+inline Placement place_by(const std::string& method, const Graph& g, const Cluster& c,
+                          const CostModel& cost = CostModel(), uint64_t seed = 1) {
+  place::Problem problem(g, c, cost);
+  return place::place(place::prepare(place::registry(), method), problem, place::Budget(), seed)
+      .placement;
+}
+
+// The human placement with its strategy report (default cost model).
+inline Placement human(const Graph& g, const Cluster& c, place::HumanPlacementInfo* info = nullptr) {
+  CostModel cost;
+  place::Problem problem(g, c, cost);
+  place::Run run(problem, "human", place::Budget(), 1);
+  return place::human_placement(run, info);
+}
+
+}  // namespace gdp::test
