@@ -68,12 +68,41 @@ case "$case_name" in
     expect_rc 0 "human placement" -- "$gdp" place --method human --graph "$tmp/r.json" --cluster v100x2-nvlink -o "$tmp/p.json"
     expect_rc 0 '"valid": true' -- "$gdp" simulate --graph "$tmp/r.json" --cluster v100x2-nvlink --placement "$tmp/p.json" --json
     expect_rc 2 "layers" -- "$gdp" gen rnnlm --layers 0 -o "$tmp/bad.json"
-    expect_rc 2 "" -- "$gdp" place --method nonsense --graph "$tmp/r.json" --cluster v100x2-nvlink -o "$tmp/x.json" ;;
+    expect_rc 2 "known placement methods: single, round-robin, human, random" -- "$gdp" place --method nonsense --graph "$tmp/r.json" --cluster v100x2-nvlink -o "$tmp/x.json"
+    [ ! -e "$tmp/x.json" ] || fail "a failed place wrote its output" ;;
+  place)
+    expect_rc 0 "" -- "$gdp" gen rnnlm --layers 2 --batch 4 --seq-len 4 --hidden 32 --vocab 50 -o "$tmp/r.json"
+    out=$("$gdp" place --list) || fail "place --list exited $?"
+    for m in single round-robin human random samples device; do
+      echo "$out" | grep -q -- "$m" || fail "place --list lacks $m: $out"
+    done
+    expect_rc 0 "random placement (best of 64 random placements" -- "$gdp" place --method random --options '{"samples": 64}' --seed 1 --graph "$tmp/r.json" --cluster v100x2-nvlink -o "$tmp/p1.json"
+    expect_rc 0 '"valid": true' -- "$gdp" simulate --graph "$tmp/r.json" --cluster v100x2-nvlink --placement "$tmp/p1.json" --json
+    # Same seed, same placement; options from a file; --json reports the resolved options.
+    printf '{"samples": 64}' > "$tmp/opts.json"
+    expect_rc 0 '"batch": 64' -- "$gdp" place --method random --options "$tmp/opts.json" --seed 1 --graph "$tmp/r.json" --cluster v100x2-nvlink -o "$tmp/p2.json" --json
+    cmp -s "$tmp/p1.json" "$tmp/p2.json" || fail "random with the same seed gave another placement"
+    expect_rc 0 '"samples": 10' -- "$gdp" place --method random --samples 10 --graph "$tmp/r.json" --cluster v100x2-nvlink --json
+    expect_rc 1 "method 'random': options.sample: unknown option" -- "$gdp" place --method random --options '{"sample": 3}' --graph "$tmp/r.json" --cluster v100x2-nvlink
+    expect_rc 1 "options.samples: expected an integer" -- "$gdp" place --method random --options '{"samples": "x"}' --graph "$tmp/r.json" --cluster v100x2-nvlink
+    expect_rc 1 "device 5 does not exist" -- "$gdp" place --method single --options '{"device": 5}' --graph "$tmp/r.json" --cluster v100x2-nvlink
+    expect_rc 2 "expects an integer" -- "$gdp" place --method random --samples 0 --graph "$tmp/r.json" --cluster v100x2-nvlink
+    # Two ops of 10 GiB of weights: together they overflow a 16 GiB V100.
+    cat > "$tmp/heavy.json" <<'H'
+{"format": "gdp-graph", "version": 1, "name": "heavy", "ops": [
+ {"id": 0, "name": "a", "type": "MatMul", "phase": "forward", "outputs": [{"shape": [4], "dtype": "f32", "bytes": 16}], "flops": 2e9, "bytes_accessed": 1e6, "param_bytes": 10737418240},
+ {"id": 1, "name": "b", "type": "MatMul", "phase": "forward", "outputs": [{"shape": [4], "dtype": "f32", "bytes": 16}], "flops": 2e9, "bytes_accessed": 1e6, "param_bytes": 10737418240}],
+"edges": [{"src": 0, "dst": 1}]}
+H
+    expect_rc 0 '"validity": "out_of_memory"' -- "$gdp" place --method single --graph "$tmp/heavy.json" --cluster v100x2-nvlink --profile "$(dirname "$0")/../../sim/profiles/default.json" --json
+    expect_rc 0 'INVALID (out_of_memory)' -- "$gdp" place --method single --graph "$tmp/heavy.json" --cluster v100x2-nvlink
+    expect_rc 0 '"validity": "valid"' -- "$gdp" place --method round-robin --graph "$tmp/heavy.json" --cluster v100x2-nvlink --json ;;
   compare)
     # The README's main job on the shipped smoke suite (run from the source tree).
     expect_rc 0 "geomean speed-up" -- "$gdp" compare --suite "$(dirname "$0")/../../datasets/suites/smoke.json"
     expect_rc 0 '"entries"' -- "$gdp" compare --suite "$(dirname "$0")/../../datasets/suites/smoke.json" --methods human,single --json
-    expect_rc 2 "unknown method" -- "$gdp" compare --methods best ;;
+    expect_rc 2 "unknown method" -- "$gdp" compare --methods best
+    expect_rc 0 "random" -- "$gdp" compare --suite "$(dirname "$0")/../../datasets/suites/smoke.json" --methods single,random --samples 8 ;;
   *) fail "unknown case $case_name" ;;
 esac
 echo "PASSED: $case_name"
