@@ -12,7 +12,7 @@
 
 namespace gdp {
 
-constexpr int kGraphFormatVersion = 1;
+constexpr int kGraphFormatVersion = 2;  // reads 1 and 2 (docs/formats.md)
 constexpr int kClusterFormatVersion = 1;
 constexpr int kPlacementFormatVersion = 1;
 
