@@ -272,12 +272,19 @@ void write_graph_file(const Graph& g, const std::string& path) {
   write_text_file_atomic(path, graph_to_json(g));
 }
 
-Graph read_graph_file(const std::string& path) {
+Graph read_graph_file(const std::string& path, const PipeDreamOptions& pipedream,
+                      GraphFileFormat* format) {
   std::string text = read_text_file(path);
   size_t k = text.find_first_not_of(" \t\r\n");
   if (k == std::string::npos) throw InputError(path + ": the file is empty; expected a graph");
-  if (text[k] == '{') return parse_graph_json(text, path);
-  if (looks_like_pipedream(text)) return parse_pipedream(text, path);
+  if (text[k] == '{') {
+    if (format) *format = GraphFileFormat::gdp_json;
+    return parse_graph_json(text, path);
+  }
+  if (looks_like_pipedream(text)) {
+    if (format) *format = GraphFileFormat::pipedream;
+    return parse_pipedream(text, path, pipedream);
+  }
   throw InputError(path + ": unrecognized graph format: expected a gdp-graph JSON object or a "
                    "PipeDream profile (lines 'nodeN -- <layer> -- forward_compute_time=...')");
 }
