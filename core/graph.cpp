@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <queue>
+#include <string_view>
+#include <unordered_set>
 
 #include "core/error.h"
 
@@ -198,7 +200,7 @@ GraphSummary Graph::summary() const {
   GraphSummary s;
   s.ops = num_ops();
   s.edges = num_edges();
-  std::vector<std::string> groups;
+  std::unordered_set<std::string_view> groups;  // linear in the ops (was a sort)
   for (const Op& o : ops_) {
     s.flops += o.flops;
     switch (o.phase) {
@@ -212,10 +214,9 @@ GraphSummary Graph::summary() const {
     s.optimizer_bytes = add_saturated(s.optimizer_bytes, o.optimizer_bytes);
     for (const auto& t : o.outputs) s.activation_bytes = add_saturated(s.activation_bytes, t.bytes);
     s.temp_bytes = add_saturated(s.temp_bytes, o.temp_bytes);
-    if (!o.colocation.empty()) groups.push_back(o.colocation);
+    if (!o.colocation.empty()) groups.insert(o.colocation);
   }
-  std::sort(groups.begin(), groups.end());
-  s.colocation_groups = std::unique(groups.begin(), groups.end()) - groups.begin();
+  s.colocation_groups = static_cast<int64_t>(groups.size());
   if (finalized_) {
     std::vector<int64_t> depth(ops_.size(), 1);
     for (int32_t u : topo_) {

@@ -185,34 +185,39 @@ Layer parse_node_line(const std::string& line, const std::string& src, size_t ln
   L.n = parse_node_id(parts[0], src, ln);
   L.desc = parts[1];
   check_text(L.desc, "layer description", src, ln);
-  std::unordered_map<std::string, std::string> kv;
-  std::stringstream fs(parts[2]);
-  std::string f;
-  while (std::getline(fs, f, ',')) {
-    f.erase(0, f.find_first_not_of(' '));
-    size_t eq = f.find('=');
-    if (eq == std::string::npos) bad(src, ln, "expected key=value, got " + shown(f));
-    std::string key = f.substr(0, eq), value = f.substr(eq + 1);
-    value.erase(value.find_last_not_of(' ') + 1);
-    if (!kv.emplace(key, value).second) bad(src, ln, "field " + shown(key) + " appears twice");
-  }
+  // key=value fields, each of the four once, in any order.
   static const char* const kKeys[] = {"forward_compute_time", "backward_compute_time",
                                       "activation_size", "parameter_size"};
-  for (const char* key : kKeys)
-    if (!kv.count(key)) bad(src, ln, std::string("missing field ") + key);
-  if (kv.size() != 4)
-    for (const auto& [key, value] : kv)
-      if (std::find_if(std::begin(kKeys), std::end(kKeys),
-                       [&](const char* k) { return key == k; }) == std::end(kKeys))
-        bad(src, ln,
-            "unknown field " + shown(key) +
-                "; expected forward_compute_time, backward_compute_time, activation_size, "
-                "parameter_size");
-  L.fwd_ms = parse_number(kv["forward_compute_time"], "forward_compute_time", kMaxTimeMs, src, ln);
-  L.bwd_ms =
-      parse_number(kv["backward_compute_time"], "backward_compute_time", kMaxTimeMs, src, ln);
-  L.act_bytes = parse_size(kv["activation_size"], "activation_size", src, ln);
-  L.param_bytes = parse_size(kv["parameter_size"], "parameter_size", src, ln);
+  std::string value[4];
+  bool seen[4] = {false, false, false, false};
+  const std::string& fields = parts[2];
+  for (size_t pos = 0; pos <= fields.size();) {
+    size_t comma = std::min(fields.find(',', pos), fields.size());
+    std::string f = fields.substr(pos, comma - pos);
+    pos = comma + 1;
+    f.erase(0, f.find_first_not_of(' '));
+    if (f.empty() && pos > fields.size()) break;  // nothing after a trailing comma
+    size_t eq = f.find('=');
+    if (eq == std::string::npos) bad(src, ln, "expected key=value, got " + shown(f));
+    const std::string key = f.substr(0, eq);
+    int k = 0;
+    while (k < 4 && key != kKeys[k]) ++k;
+    if (k == 4)
+      bad(src, ln,
+          "unknown field " + shown(key) +
+              "; expected forward_compute_time, backward_compute_time, activation_size, "
+              "parameter_size");
+    if (seen[k]) bad(src, ln, "field " + key + " appears twice");
+    seen[k] = true;
+    value[k] = f.substr(eq + 1);
+    value[k].erase(value[k].find_last_not_of(' ') + 1);
+  }
+  for (int k = 0; k < 4; ++k)
+    if (!seen[k]) bad(src, ln, std::string("missing field ") + kKeys[k]);
+  L.fwd_ms = parse_number(value[0], kKeys[0], kMaxTimeMs, src, ln);
+  L.bwd_ms = parse_number(value[1], kKeys[1], kMaxTimeMs, src, ln);
+  L.act_bytes = parse_size(value[2], kKeys[2], src, ln);
+  L.param_bytes = parse_size(value[3], kKeys[3], src, ln);
   return L;
 }
 
@@ -245,10 +250,12 @@ Graph parse_pipedream(const std::string& text, const std::string& src,
   std::vector<Layer> layers;
   std::vector<Link> links;
   std::unordered_map<int64_t, size_t> line_of_node;
-  std::stringstream in(text);
   std::string line;
   size_t ln = 0;
-  while (std::getline(in, line)) {
+  for (size_t pos = 0; pos < text.size();) {
+    size_t end = std::min(text.find('\n', pos), text.size());
+    line.assign(text, pos, end - pos);
+    pos = end + 1;
     ++ln;
     line.erase(line.find_last_not_of(" \t\r") + 1);
     if (line.empty()) continue;
