@@ -249,6 +249,10 @@ TEST_CASE("core/pipedream importer rejects hex, inf, nan, NUL and invalid UTF-8 
              Catch::Contains("p.txt:1") && Catch::Contains("\\x00"));
   CHECK_THAT(pd_error(n1 + std::string("\tnode1 -- node\xff\n")),
              Catch::Contains("p.txt:2") && Catch::Contains("nodeN") && Catch::Contains("\\xff"));
+  // A graph name (from the path) that is not UTF-8.
+  CHECK_THROWS_WITH(
+      parse_pipedream(node_line(1), "dir/na\xffme.txt"),
+      Catch::Contains("graph name") && Catch::Contains("\\xff") && Catch::Contains("UTF-8"));
   // An unknown field is named.
   CHECK_THAT(pd_error(node_line(1) + ", stage=3\n"),
              Catch::Contains("p.txt:1") && Catch::Contains("unknown field 'stage'"));
