@@ -1,4 +1,5 @@
-// `gdp info G [--json]`: op and edge counts, flops split by phase, parameter/activation bytes.
+// `gdp info G [--json]`: op and edge counts, flops split by phase, parameters (count, weight
+// bytes, optimizer state bytes) and activation bytes.
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -15,11 +16,13 @@ int cmd_info(int argc, char** argv) {
     std::printf(
         "usage: gdp info GRAPH [--json]\n\n"
         "Prints a graph's op and edge counts, total flops with the forward/backward/update split,\n"
-        "parameter bytes and activation (output) bytes. GRAPH is a gdp-graph JSON file or a\n"
-        "PipeDream profile (detected from content).\n"
+        "the parameters (count of weights), their bytes and the optimizer state's bytes, and the\n"
+        "activation (output) bytes. GRAPH is a gdp-graph JSON file or a PipeDream profile\n"
+        "(detected from content; imported with Adam's state, see gdp convert --optimizer).\n"
         "  --json   print one JSON object (keys: name, ops, edges, flops, flops_forward,\n"
         "           flops_backward, flops_update, ops_forward, ops_backward, ops_update,\n"
-        "           parameter_bytes, activation_bytes, temp_bytes, colocation_groups, depth)\n");
+        "           parameters, parameter_bytes, optimizer_state_bytes, activation_bytes,\n"
+        "           temp_bytes, colocation_groups, depth)\n");
     return 0;
   }
   if (a.positional().size() != 1) throw UsageError("expected exactly one GRAPH argument (see --help)");
@@ -36,7 +39,9 @@ int cmd_info(int argc, char** argv) {
                              {"ops_forward", s.ops_forward},
                              {"ops_backward", s.ops_backward},
                              {"ops_update", s.ops_update},
+                             {"parameters", s.parameters},
                              {"parameter_bytes", s.parameter_bytes},
+                             {"optimizer_state_bytes", s.optimizer_bytes},
                              {"activation_bytes", s.activation_bytes},
                              {"temp_bytes", s.temp_bytes},
                              {"colocation_groups", s.colocation_groups},
@@ -52,7 +57,11 @@ int cmd_info(int argc, char** argv) {
   std::printf("depth            %lld ops on the longest path\n", (long long)s.depth);
   std::printf("flops            %.4g (forward %.1f%%, backward %.1f%%, update %.1f%%)\n", s.flops,
               pct(s.flops_forward), pct(s.flops_backward), pct(s.flops_update));
-  std::printf("parameter bytes  %lld (%.2f MiB)\n", (long long)s.parameter_bytes, s.parameter_bytes / 1048576.0);
+  std::printf("parameters       %lld (%.2fM)\n", (long long)s.parameters, s.parameters / 1e6);
+  std::printf("parameter bytes  %lld (%.2f MiB)\n", (long long)s.parameter_bytes,
+              s.parameter_bytes / 1048576.0);
+  std::printf("optimizer bytes  %lld (%.2f MiB)\n", (long long)s.optimizer_bytes,
+              s.optimizer_bytes / 1048576.0);
   std::printf("activation bytes %lld (%.2f MiB)\n", (long long)s.activation_bytes, s.activation_bytes / 1048576.0);
   std::printf("colocation groups %lld\n", (long long)s.colocation_groups);
   return 0;

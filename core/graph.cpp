@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <queue>
+#include <string_view>
+#include <unordered_set>
 
 #include "core/error.h"
 
@@ -12,6 +14,20 @@ namespace {
 constexpr const char* kDTypeNames[] = {"f32", "f16", "bf16", "f64", "i32", "i64", "u8", "bool"};
 constexpr int64_t kDTypeSizes[] = {4, 2, 2, 8, 4, 8, 1, 1};
 constexpr const char* kPhaseNames[] = {"forward", "backward", "update"};
+constexpr const char* kOptimizerNames[] = {"sgd", "momentum", "adam"};
+constexpr int64_t kOptimizerBuffers[] = {0, 1, 2};
+
+// a + b for 0 <= a <= kMaxGraphBytes and b >= 0; false when the sum would exceed the bound.
+bool add_bounded(int64_t& a, int64_t b) {
+  if (b > kMaxGraphBytes - a) return false;
+  a += b;
+  return true;
+}
+
+int64_t add_saturated(int64_t a, int64_t b) {
+  int64_t s;
+  return __builtin_add_overflow(a, b, &s) ? (b < 0 ? INT64_MIN : INT64_MAX) : s;
+}
 }  // namespace
 
 const char* dtype_name(DType t) { return kDTypeNames[static_cast<int>(t)]; }
@@ -22,6 +38,18 @@ bool parse_dtype(const std::string& s, DType* out) {
   for (int i = 0; i < 8; ++i)
     if (s == kDTypeNames[i]) {
       *out = static_cast<DType>(i);
+      return true;
+    }
+  return false;
+}
+
+const char* optimizer_name(Optimizer o) { return kOptimizerNames[static_cast<int>(o)]; }
+int64_t optimizer_state_buffers(Optimizer o) { return kOptimizerBuffers[static_cast<int>(o)]; }
+
+bool parse_optimizer(const std::string& s, Optimizer* out) {
+  for (int i = 0; i < 3; ++i)
+    if (s == kOptimizerNames[i]) {
+      *out = static_cast<Optimizer>(i);
       return true;
     }
   return false;
@@ -75,6 +103,7 @@ void Graph::finalize() {
                        std::to_string(s.outputs.size()) + " outputs");
     if (ed.bytes < 0) throw GraphError("edge #" + std::to_string(e) + " has negative bytes");
   }
+  check_sizes();
   // CSR, edges in insertion order within each op.
   out_ptr_.assign(n + 1, 0);
   in_ptr_.assign(n + 1, 0);
@@ -124,11 +153,54 @@ void Graph::finalize() {
   finalized_ = true;
 }
 
+void Graph::check_sizes() const {
+  // Every byte count >= 0; the bytes of all ops (resident weights and optimizer state,
+  // outputs, temporaries) <= kMaxGraphBytes; so are the bytes the edges can carry, each edge
+  // counted at its tensor's transfer size (the largest edge of that tensor, as the simulator
+  // sends it). A device then holds at most the first sum plus the second, a link carries at
+  // most the second: both below 2^61.
+  const std::string bound = " bytes (2^60 = 1 EiB)";
+  int64_t total = 0;
+  std::vector<int64_t> first_tensor(ops_.size() + 1, 0);
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    const Op& o = ops_[i];
+    auto field = [&](int64_t v, const std::string& what) {
+      if (v < 0)
+        throw GraphError("graph '" + name + "': op '" + o.name + "' has negative " + what + " (" +
+                         std::to_string(v) + "); expected bytes >= 0");
+      if (!add_bounded(total, v))
+        throw GraphError(
+            "graph '" + name + "': the bytes of its ops (weights + optimizer state + " +
+            "outputs + temporaries, summed over all ops) exceed " + std::to_string(kMaxGraphBytes) +
+            bound + " at op '" + o.name + "' (" + what + "); expected a total of at most " +
+            std::to_string(kMaxGraphBytes) + bound);
+    };
+    field(o.param_bytes, "param_bytes");
+    field(o.optimizer_bytes, "optimizer_bytes");
+    field(o.temp_bytes, "temp_bytes");
+    for (size_t k = 0; k < o.outputs.size(); ++k)
+      field(o.outputs[k].bytes, "outputs[" + std::to_string(k) + "].bytes");
+    first_tensor[i + 1] = first_tensor[i] + static_cast<int64_t>(o.outputs.size());
+  }
+  std::vector<int64_t> xfer(static_cast<size_t>(first_tensor.back()), 0);
+  for (const Edge& ed : edges_) {
+    int64_t& x = xfer[first_tensor[ed.src] + ed.src_output];
+    x = std::max(x, ed.bytes);
+  }
+  int64_t carried = 0;
+  for (const Edge& ed : edges_)
+    if (!add_bounded(carried, xfer[first_tensor[ed.src] + ed.src_output]))
+      throw GraphError("graph '" + name + "': the bytes its edges carry (each edge at its " +
+                       "tensor's transfer size) exceed " + std::to_string(kMaxGraphBytes) + bound +
+                       " at an edge from op '" + ops_[ed.src].name + "'; expected at most " +
+                       std::to_string(kMaxGraphBytes) + bound);
+}
+
 GraphSummary Graph::summary() const {
   GraphSummary s;
   s.ops = num_ops();
   s.edges = num_edges();
-  std::vector<std::string> groups;
+  std::unordered_set<std::string_view> groups;  // linear in the ops (was a sort)
   for (const Op& o : ops_) {
     s.flops += o.flops;
     switch (o.phase) {
@@ -136,13 +208,15 @@ GraphSummary Graph::summary() const {
       case Phase::backward: s.flops_backward += o.flops; ++s.ops_backward; break;
       case Phase::update: s.flops_update += o.flops; ++s.ops_update; break;
     }
-    s.parameter_bytes += o.param_bytes;
-    s.activation_bytes += o.output_bytes();
-    s.temp_bytes += o.temp_bytes;
-    if (!o.colocation.empty()) groups.push_back(o.colocation);
+    // Saturating: a finalized graph's sums are bounded (kMaxGraphBytes), others may not be.
+    s.parameters = add_saturated(s.parameters, o.parameters());
+    s.parameter_bytes = add_saturated(s.parameter_bytes, o.param_bytes);
+    s.optimizer_bytes = add_saturated(s.optimizer_bytes, o.optimizer_bytes);
+    for (const auto& t : o.outputs) s.activation_bytes = add_saturated(s.activation_bytes, t.bytes);
+    s.temp_bytes = add_saturated(s.temp_bytes, o.temp_bytes);
+    if (!o.colocation.empty()) groups.insert(o.colocation);
   }
-  std::sort(groups.begin(), groups.end());
-  s.colocation_groups = std::unique(groups.begin(), groups.end()) - groups.begin();
+  s.colocation_groups = static_cast<int64_t>(groups.size());
   if (finalized_) {
     std::vector<int64_t> depth(ops_.size(), 1);
     for (int32_t u : topo_) {

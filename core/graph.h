@@ -19,6 +19,18 @@ bool parse_dtype(const std::string& s, DType* out);  // false when unknown
 bool parse_phase(const std::string& s, Phase* out);
 int64_t dtype_size_bytes(DType t);
 
+// The optimizer whose state sits beside the weights. Its state is a whole number of buffers
+// the size of the weights: sgd none, momentum one (velocity), adam two (m and v).
+enum class Optimizer : uint8_t { sgd, momentum, adam };
+const char* optimizer_name(Optimizer o);
+bool parse_optimizer(const std::string& s, Optimizer* out);  // false when unknown
+int64_t optimizer_state_buffers(Optimizer o);                // sgd 0, momentum 1, adam 2
+
+// Bound on a finalized graph's memory sums (2^60 bytes, 1 EiB): the bytes of all ops
+// (weights, optimizer state, outputs, temporaries) and the bytes its edges can carry. Every
+// per-device or per-link sum the simulator forms is then below 2^61: no int64 overflow.
+constexpr int64_t kMaxGraphBytes = int64_t{1} << 60;
+
 // One output tensor of an op.
 struct TensorSpec {
   std::vector<int64_t> shape;  // empty = scalar
@@ -42,10 +54,17 @@ struct Op {
   double flops = 0;           // floating point operations
   double bytes_accessed = 0;  // bytes read + written from device memory
   std::vector<MeasuredTime> measured;  // optional per device kind
-  int64_t param_bytes = 0;    // resident on the op's device (variables, optimizer state)
+  // Resident on the op's device for the whole step: the trainable weights it holds and their
+  // optimizer state (e.g. Adam's m and v), kept apart so that parameters can be counted.
+  int64_t param_bytes = 0;         // weights only
+  int64_t optimizer_bytes = 0;     // optimizer state of those weights
+  DType param_dtype = DType::f32;  // element type of the weights
   int64_t temp_bytes = 0;     // scratch, alive only while the op runs
   std::string colocation;     // empty = none; ops of one group must share a device
 
+  int64_t resident_bytes() const { return param_bytes + optimizer_bytes; }
+  // Parameter scalars held (weights / element size, rounded down).
+  int64_t parameters() const { return param_bytes / dtype_size_bytes(param_dtype); }
   int64_t output_bytes() const {
     int64_t s = 0;
     for (const auto& t : outputs) s += t.bytes;
@@ -65,14 +84,18 @@ struct GraphSummary {
   int64_t ops = 0, edges = 0;
   double flops = 0, flops_forward = 0, flops_backward = 0, flops_update = 0;
   int64_t ops_forward = 0, ops_backward = 0, ops_update = 0;
-  int64_t parameter_bytes = 0, activation_bytes = 0, temp_bytes = 0;
+  int64_t parameters = 0;       // parameter scalars (Op::parameters() summed)
+  int64_t parameter_bytes = 0;  // weights
+  int64_t optimizer_bytes = 0;  // optimizer state
+  int64_t activation_bytes = 0, temp_bytes = 0;
   int64_t colocation_groups = 0;
   int64_t depth = 0;  // ops on the longest path (by count)
 };
 
 // A graph. Build it with add_op/add_edge, then call finalize(): it validates structure
-// (edges in range, output index valid, no cycle, unique names) and builds the CSR
-// adjacency and a topological order. Accessors below require a finalized graph.
+// (edges in range, output index valid, no cycle, unique names) and sizes (no negative byte
+// count; the sums bounded by kMaxGraphBytes) and builds the CSR adjacency and a topological
+// order. Accessors below require a finalized graph.
 class Graph {
  public:
   std::string name;
@@ -104,6 +127,8 @@ class Graph {
   GraphSummary summary() const;
 
  private:
+  void check_sizes() const;  // called by finalize()
+
   std::vector<Op> ops_;
   std::vector<Edge> edges_;
   std::vector<int64_t> out_ptr_, out_eids_, in_ptr_, in_eids_;

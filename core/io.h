@@ -12,18 +12,30 @@
 
 namespace gdp {
 
-constexpr int kGraphFormatVersion = 1;
+constexpr int kGraphFormatVersion = 2;  // reads 1 and 2 (docs/formats.md)
 constexpr int kClusterFormatVersion = 1;
 constexpr int kPlacementFormatVersion = 1;
 
-// Graphs. read_graph_file detects the format from content (JSON object vs PipeDream text).
-Graph read_graph_file(const std::string& path);
+// Options of the PipeDream import. A profile's parameter_size counts the weights only; the
+// optimizer sets the state added beside them (on the layer's forward op). Adam by default, as
+// in the generated graphs.
+struct PipeDreamOptions {
+  Optimizer optimizer = Optimizer::adam;
+};
+
+enum class GraphFileFormat : uint8_t { gdp_json, pipedream };
+
+// Graphs. read_graph_file detects the format from content (JSON object vs PipeDream text),
+// imports a PipeDream profile with `pipedream`, and reports what it found in *format.
+Graph read_graph_file(const std::string& path, const PipeDreamOptions& pipedream = {},
+                      GraphFileFormat* format = nullptr);
 Graph parse_graph_json(const std::string& text, const std::string& source_name);
 std::string graph_to_json(const Graph& g);  // deterministic text, round-trips exactly
 void write_graph_file(const Graph& g, const std::string& path);
 
 // PipeDream per-layer profile (graph.txt). See docs/formats.md for the mapping.
-Graph parse_pipedream(const std::string& text, const std::string& source_name);
+Graph parse_pipedream(const std::string& text, const std::string& source_name,
+                      const PipeDreamOptions& options = {});
 bool looks_like_pipedream(const std::string& text);
 
 // Clusters: a JSON file or a preset string.

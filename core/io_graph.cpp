@@ -46,10 +46,44 @@ void write_text_file_atomic(const std::string& path, const std::string& text) {
   }
 }
 
+namespace {
+
+// The versions this build reads: 2, and 1, whose param_bytes held everything resident on the
+// op's device (weights and optimizer state together). Writes version 2.
+int graph_format_version(const StrictJson& sj, const json& root) {
+  if (root.is_object() && root.contains("version") && root["version"].is_number_integer()) {
+    const int64_t v = root["version"].get<int64_t>();
+    if (v == 1 || v == kGraphFormatVersion) {
+      sj.check_header(root, "gdp-graph", static_cast<int>(v));
+      return static_cast<int>(v);
+    }
+    if (root.contains("format") && root["format"] == "gdp-graph")
+      sj.fail("version", "unsupported version " + std::to_string(v) +
+                             " (this build reads versions 1 and " +
+                             std::to_string(kGraphFormatVersion) + ")");
+  }
+  sj.check_header(root, "gdp-graph", kGraphFormatVersion);  // throws its own message
+  return kGraphFormatVersion;
+}
+
+// Version 1 had one resident figure, param_bytes. `gdp gen` wrote 3 x the weights there on
+// each VariableV2 op (weights + Adam's m and v; the op's output is the weights): split that
+// back. Anything else (e.g. a converted PipeDream profile, weights only) stays weights.
+void split_version1_resident_bytes(Op& op) {
+  if (op.type != "VariableV2" || op.outputs.size() != 1) return;
+  const int64_t w = op.outputs[0].bytes;
+  if (w <= 0 || op.param_bytes != 3 * w) return;
+  op.param_bytes = w;
+  op.optimizer_bytes = 2 * w;
+  op.param_dtype = op.outputs[0].dtype;
+}
+
+}  // namespace
+
 Graph parse_graph_json(const std::string& text, const std::string& source) {
   StrictJson sj(source);
   json root = sj.parse(text);
-  sj.check_header(root, "gdp-graph", kGraphFormatVersion);
+  const int version = graph_format_version(sj, root);
   sj.check_keys(root, "", {"format", "version", "name", "ops", "edges"}, {});
   Graph g;
   g.name = sj.string(root, "name", "");
@@ -62,8 +96,13 @@ Graph parse_graph_json(const std::string& text, const std::string& source) {
   for (size_t i = 0; i < ops.size(); ++i) {
     const std::string p = json_path("ops", i);
     const json& jo = ops[i];
-    sj.check_keys(jo, p, {"id", "name", "type", "phase", "outputs", "flops", "bytes_accessed"},
-                  {"scope", "param_bytes", "temp_bytes", "measured", "colocation"});
+    if (version == 1)
+      sj.check_keys(jo, p, {"id", "name", "type", "phase", "outputs", "flops", "bytes_accessed"},
+                    {"scope", "param_bytes", "temp_bytes", "measured", "colocation"});
+    else
+      sj.check_keys(jo, p, {"id", "name", "type", "phase", "outputs", "flops", "bytes_accessed"},
+                    {"scope", "param_bytes", "optimizer_bytes", "param_dtype", "temp_bytes",
+                     "measured", "colocation"});
     Op op;
     op.id = sj.integer(jo, "id", p, 0, INT64_MAX / 4);
     op.name = sj.string(jo, "name", p);
@@ -90,6 +129,14 @@ Graph parse_graph_json(const std::string& text, const std::string& source) {
     op.bytes_accessed = sj.number(jo, "bytes_accessed", p);
     if (jo.contains("scope")) op.scope = sj.string(jo, "scope", p);
     if (jo.contains("param_bytes")) op.param_bytes = sj.integer(jo, "param_bytes", p, 0, kMaxBytes);
+    if (jo.contains("optimizer_bytes"))
+      op.optimizer_bytes = sj.integer(jo, "optimizer_bytes", p, 0, kMaxBytes);
+    if (jo.contains("param_dtype")) {
+      std::string dt = sj.string(jo, "param_dtype", p);
+      if (!parse_dtype(dt, &op.param_dtype))
+        sj.fail(json_path(p, "param_dtype"),
+                "expected one of f32, f16, bf16, f64, i32, i64, u8, bool; got \"" + dt + "\"");
+    }
     if (jo.contains("temp_bytes")) op.temp_bytes = sj.integer(jo, "temp_bytes", p, 0, kMaxBytes);
     if (jo.contains("colocation")) {
       op.colocation = sj.string(jo, "colocation", p);
@@ -109,6 +156,7 @@ Graph parse_graph_json(const std::string& text, const std::string& source) {
         op.measured.push_back(mt);
       }
     }
+    if (version == 1) split_version1_resident_bytes(op);
     if (!by_id.emplace(op.id, static_cast<int32_t>(i)).second)
       sj.fail(json_path(p, "id"), "duplicate op id " + std::to_string(op.id));
     if (!by_name.emplace(op.name, i).second)
@@ -148,6 +196,22 @@ Graph parse_graph_json(const std::string& text, const std::string& source) {
   return g;
 }
 
+namespace {
+
+// j.dump(), with nlohmann's error on a string that is not UTF-8 turned into an InputError that
+// names the graph and the op (names, types, scopes and groups must be valid UTF-8).
+std::string dump_text(const ojson& j, const Graph& g, const std::string& what) {
+  try {
+    return j.dump();
+  } catch (const nlohmann::json::type_error& e) {
+    throw InputError("graph '" + g.name + "': cannot write " + what +
+                     " as JSON: a name, type, scope, group or device kind is not valid UTF-8 (" +
+                     e.what() + "); expected UTF-8 text");
+  }
+}
+
+}  // namespace
+
 std::string graph_to_json(const Graph& g) {
   // One op / edge per line: diff-friendly and fast to write for 100k-op graphs.
   std::string out;
@@ -156,7 +220,7 @@ std::string graph_to_json(const Graph& g) {
   head["format"] = "gdp-graph";
   head["version"] = kGraphFormatVersion;
   head["name"] = g.name;
-  std::string h = head.dump();
+  std::string h = dump_text(head, g, "the graph name");
   out += h.substr(0, h.size() - 1);  // drop the closing brace
   out += ",\n\"ops\": [\n";
   for (int32_t i = 0; i < g.num_ops(); ++i) {
@@ -174,6 +238,8 @@ std::string graph_to_json(const Graph& g) {
     j["flops"] = o.flops;
     j["bytes_accessed"] = o.bytes_accessed;
     if (o.param_bytes) j["param_bytes"] = o.param_bytes;
+    if (o.optimizer_bytes) j["optimizer_bytes"] = o.optimizer_bytes;
+    if (o.param_dtype != DType::f32) j["param_dtype"] = dtype_name(o.param_dtype);
     if (o.temp_bytes) j["temp_bytes"] = o.temp_bytes;
     if (!o.measured.empty()) {
       ojson ms = ojson::array();
@@ -182,7 +248,7 @@ std::string graph_to_json(const Graph& g) {
     }
     if (!o.colocation.empty()) j["colocation"] = o.colocation;
     out += "  ";
-    out += j.dump();
+    out += dump_text(j, g, "op #" + std::to_string(i) + " (id " + std::to_string(o.id) + ")");
     out += (i + 1 < g.num_ops()) ? ",\n" : "\n";
   }
   out += "],\n\"edges\": [\n";
@@ -206,12 +272,19 @@ void write_graph_file(const Graph& g, const std::string& path) {
   write_text_file_atomic(path, graph_to_json(g));
 }
 
-Graph read_graph_file(const std::string& path) {
+Graph read_graph_file(const std::string& path, const PipeDreamOptions& pipedream,
+                      GraphFileFormat* format) {
   std::string text = read_text_file(path);
   size_t k = text.find_first_not_of(" \t\r\n");
   if (k == std::string::npos) throw InputError(path + ": the file is empty; expected a graph");
-  if (text[k] == '{') return parse_graph_json(text, path);
-  if (looks_like_pipedream(text)) return parse_pipedream(text, path);
+  if (text[k] == '{') {
+    if (format) *format = GraphFileFormat::gdp_json;
+    return parse_graph_json(text, path);
+  }
+  if (looks_like_pipedream(text)) {
+    if (format) *format = GraphFileFormat::pipedream;
+    return parse_pipedream(text, path, pipedream);
+  }
   throw InputError(path + ": unrecognized graph format: expected a gdp-graph JSON object or a "
                    "PipeDream profile (lines 'nodeN -- <layer> -- forward_compute_time=...')");
 }

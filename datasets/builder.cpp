@@ -194,7 +194,9 @@ Tensor GraphBuilder::variable(const std::string& name, std::vector<int64_t> shap
   Tensor var = record(std::move(v));
   FwdOp& vf = fwd_[var.op];
   int64_t wbytes = vf.op.outputs[0].bytes;
-  vf.op.param_bytes = 3 * wbytes;  // weights + Adam m + Adam v, resident
+  vf.op.param_bytes = wbytes;  // resident: the weights, and Adam's m and v beside them
+  vf.op.optimizer_bytes = optimizer_state_buffers(Optimizer::adam) * wbytes;
+  vf.op.param_dtype = dtype_;
   vf.op.bytes_accessed = d(wbytes);
   vf.op.colocation = vf.op.name;
   Var rec;
@@ -727,8 +729,11 @@ Graph GraphBuilder::build(bool training) const {
   for (const FwdOp& f : fwd_) g.add_op(f.op);
   for (int32_t i = 0; i < nf; ++i)
     for (const Tensor& t : fwd_[i].inputs) g.add_edge(t.op, t.index, i, bytes(t));
-  if (!training) {
-    for (int32_t i = 0; i < g.num_ops(); ++i) g.mutable_ops()[i].id = i;
+  if (!training) {  // no optimizer: the variables hold their weights only
+    for (int32_t i = 0; i < g.num_ops(); ++i) {
+      g.mutable_ops()[i].id = i;
+      g.mutable_ops()[i].optimizer_bytes = 0;
+    }
     g.finalize();
     return g;
   }

@@ -5,9 +5,10 @@
 // Conventions. Shapes are row-major, images NHWC (TensorFlow's default), conv filters
 // (Kh, Kw, Cin, Cout). Flops count a multiply-add as 2 flops (MatMul = 2mnk). bytes_accessed
 // of an op = bytes of its inputs + its outputs (+ extra, e.g. optimizer state).
-// Memory: a variable is a "VariableV2" op whose param_bytes = 3 x the weight bytes (weights
-// plus Adam's two moments, resident), followed by an "Identity" read op; the variable, its
-// read and its ApplyAdam share the colocation group named after the variable.
+// Memory: a variable is a "VariableV2" op holding param_bytes = the weight bytes and
+// optimizer_bytes = 2 x the weight bytes (Adam's two moments; 0 in an inference graph), both
+// resident, followed by an "Identity" read op; the variable, its read and its ApplyAdam share
+// the colocation group named after the variable.
 #pragma once
 
 #include <cstdint>

@@ -47,10 +47,12 @@ SimProgram::SimProgram(const Graph& g, const Cluster& c, const CostModel& cost, 
     const Op& op = ops[i];
     tensor_ptr[i + 1] = tensor_ptr[i] + static_cast<int32_t>(op.outputs.size());
     temp_bytes[i] = op.temp_bytes;
-    param_bytes[i] = op.param_bytes;
-    alloc_bytes[i] = op.output_bytes() + op.temp_bytes;
-    if (op.temp_bytes < 0 || op.param_bytes < 0 || op.output_bytes() < 0)
+    if (op.temp_bytes < 0 || op.param_bytes < 0 || op.optimizer_bytes < 0 || op.output_bytes() < 0)
       throw InputError("simulator: op '" + op.name + "' has negative bytes");
+    // Resident for the whole step: the weights and their optimizer state. (Sums are bounded:
+    // Graph::finalize() caps the graph's bytes at kMaxGraphBytes.)
+    param_bytes[i] = op.resident_bytes();
+    alloc_bytes[i] = op.output_bytes() + op.temp_bytes;
   }
   num_tensors = tensor_ptr[num_ops];
   tensor_op.assign(num_tensors, 0);

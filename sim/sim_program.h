@@ -52,7 +52,7 @@ class SimProgram {
   std::vector<int32_t> tensor_ptr;      // (num_ops+1) output tensors of op i: [ptr[i], ptr[i+1])
   std::vector<int64_t> alloc_bytes;     // (num_ops) outputs + temporaries, allocated at start
   std::vector<int64_t> temp_bytes;      // (num_ops) freed at the op's end
-  std::vector<int64_t> param_bytes;     // (num_ops) resident on the op's device
+  std::vector<int64_t> param_bytes;     // (num_ops) resident on its device (weights + optimizer)
   std::vector<int32_t> coloc_first;     // (num_ops) first op (topological) of its group; -1 none
 
   // Tensors (one per op output), consumer edges grouped by tensor.

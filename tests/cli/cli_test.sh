@@ -46,12 +46,33 @@ case "$case_name" in
   info)
     expect_rc 0 '"ops": 3' -- "$gdp" info --json "$tmp/g.json"
     expect_rc 0 '"parameter_bytes": 4194304' -- "$gdp" info --json "$tmp/g.json"
-    expect_rc 0 "ops              3" -- "$gdp" info "$tmp/g.json" ;;
+    expect_rc 0 '"parameters": 1048576' -- "$gdp" info --json "$tmp/g.json"
+    expect_rc 0 '"optimizer_state_bytes": 0' -- "$gdp" info --json "$tmp/g.json"
+    expect_rc 0 "ops              3" -- "$gdp" info "$tmp/g.json"
+    expect_rc 0 "parameters       1048576 (1.05M)" -- "$gdp" info "$tmp/g.json"
+    expect_rc 0 "optimizer bytes  0" -- "$gdp" info "$tmp/g.json" ;;
   convert)
     printf 'node1 -- Input0 -- forward_compute_time=0.5, backward_compute_time=0.0, activation_size=64.0, parameter_size=0.0\nnode2 -- Linear(4, 4) -- forward_compute_time=1.0, backward_compute_time=2.0, activation_size=64.0, parameter_size=80.0\n\tnode1 -- node2\n' > "$tmp/p.txt"
     expect_rc 0 "" -- "$gdp" convert "$tmp/p.txt" -o "$tmp/p.json"
     expect_rc 0 '"ops": 4' -- "$gdp" info --json "$tmp/p.json"
-    expect_rc 0 '"edges": 4' -- "$gdp" info --json "$tmp/p.txt" ;;
+    expect_rc 0 '"edges": 4' -- "$gdp" info --json "$tmp/p.txt"
+    # The optimizer state beside the 80 bytes of weights: Adam (default) 2x, momentum 1x, sgd 0.
+    expect_rc 0 '"parameters": 20' -- "$gdp" info --json "$tmp/p.json"
+    expect_rc 0 '"optimizer_state_bytes": 160' -- "$gdp" info --json "$tmp/p.json"
+    expect_rc 0 '"optimizer_state_bytes": 160' -- "$gdp" info --json "$tmp/p.txt"
+    expect_rc 0 "" -- "$gdp" convert "$tmp/p.txt" -o "$tmp/m.json" --optimizer momentum
+    expect_rc 0 '"optimizer_state_bytes": 80' -- "$gdp" info --json "$tmp/m.json"
+    expect_rc 0 "" -- "$gdp" convert "$tmp/p.txt" -o "$tmp/s.json" --optimizer sgd
+    expect_rc 0 '"optimizer_state_bytes": 0' -- "$gdp" info --json "$tmp/s.json"
+    grep -q '"version":2' "$tmp/s.json" || fail "convert did not write version 2"
+    expect_rc 2 "expected adam, momentum or sgd" -- "$gdp" convert "$tmp/p.txt" -o "$tmp/x.json" --optimizer adagrad
+    expect_rc 2 "PipeDream profiles only" -- "$gdp" convert "$tmp/p.json" -o "$tmp/x.json" --optimizer sgd
+    # CRLF line ends and trailing blanks are read; a hexadecimal number is not.
+    sed 's/$/  \r/' "$tmp/p.txt" > "$tmp/crlf.txt"
+    expect_rc 0 '"optimizer_state_bytes": 160' -- "$gdp" info --json "$tmp/crlf.txt"
+    sed 's/parameter_size=80.0/parameter_size=0x50/' "$tmp/p.txt" > "$tmp/hex.txt"
+    expect_rc 1 "hex.txt:2: field parameter_size: expected a decimal number" -- "$gdp" convert "$tmp/hex.txt" -o "$tmp/x.json"
+    [ ! -e "$tmp/x.json" ] || fail "a failed convert left an output file" ;;
   cluster)
     expect_rc 0 "v100x4-nvlink" -- "$gdp" cluster --list
     "$gdp" cluster k80x2-pcie -o "$tmp/c.json" || fail "cluster -o"

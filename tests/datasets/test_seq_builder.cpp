@@ -56,7 +56,14 @@ TEST_CASE("datasets/builder matmul: dW consumes x and the upstream gradient", "[
   REQUIRE(var >= 0);
   REQUIRE(read >= 0);
   REQUIRE(upd >= 0);
-  CHECK(g.op(var).param_bytes == 3 * 16 * 4 * 4);
+  CHECK(g.op(var).param_bytes == 16 * 4 * 4);          // the weights
+  CHECK(g.op(var).optimizer_bytes == 2 * 16 * 4 * 4);  // Adam's m and v
+  CHECK(g.op(var).parameters() == 16 * 4);
+  CHECK(g.summary().parameters == b.parameter_count());
+  // An inference graph has no optimizer: the variable holds its weights only.
+  Graph inf = b.build_forward_graph();
+  CHECK(inf.op(inf.find_op("dense/w")).param_bytes == 16 * 4 * 4);
+  CHECK(inf.summary().optimizer_bytes == 0);
   CHECK(g.op(var).colocation == "dense/w");
   CHECK(g.op(read).colocation == "dense/w");
   CHECK(g.op(upd).colocation == "dense/w");

@@ -43,7 +43,7 @@ inline RefResult reference_simulate(const Graph& g, const Cluster& c, const Simu
   };
   std::map<std::pair<TensorKey, int>, Copy> copies;  // (tensor, device) -> copy
   std::vector<int64_t> mem(D, 0);
-  for (int i = 0; i < n; ++i) mem[p.device[i]] += g.op(i).param_bytes;
+  for (int i = 0; i < n; ++i) mem[p.device[i]] += g.op(i).resident_bytes();
   r.peak_bytes = mem;
   auto alloc = [&](int d, int64_t b) {
     mem[d] += b;

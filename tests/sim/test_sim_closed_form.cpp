@@ -224,6 +224,38 @@ TEST_CASE("sim/closed/memory: peak and release follow the allocation rules", "[s
   CHECK(s.devices[1].end_memory_bytes == 0);
 }
 
+TEST_CASE("sim/closed/memory: weights and optimizer state are both resident", "[sim][memory]") {
+  // A holds 1000 bytes of weights and 2000 of optimizer state, B 300 of weights only, C 50 of
+  // optimizer state only: each device's resident bytes are its ops' weights + optimizer state.
+  Graph g;
+  Op a = timed_op("A", 0.25, 100);
+  a.param_bytes = 1000;
+  a.optimizer_bytes = 2000;
+  Op b = timed_op("B", 0.25, 200);
+  b.param_bytes = 300;
+  Op c = timed_op("C", 0.25, 4);
+  c.optimizer_bytes = 50;
+  g.add_op(a);
+  g.add_op(b);
+  g.add_op(c);
+  g.add_edge(0, 0, 1, 100);
+  g.add_edge(1, 0, 2, 200);
+  g.finalize();
+  Simulator sim(g, full_mesh(2), CostModel());
+  SimResult r = sim.run(placement_of({0, 1, 1}));
+  REQUIRE(r.valid);
+  CHECK(r.devices[0].resident_bytes == 3000);
+  CHECK(r.devices[1].resident_bytes == 350);
+  CHECK(r.devices[0].peak_memory_bytes == 3000 + 100);
+  CHECK(r.devices[0].end_memory_bytes == 3000);
+  // Over capacity by the optimizer state alone: out of memory at t=0.
+  Cluster small = full_mesh(2, kLinkBw_Bps, kLinkLat_s, 2500);
+  Simulator tight(g, small, CostModel());
+  SimResult t = tight.run(placement_of({0, 1, 1}));
+  CHECK_FALSE(t.valid);
+  CHECK_THAT(t.reason, Catch::Contains("gpu0") && Catch::Contains("3000 bytes"));
+}
+
 TEST_CASE("sim/closed/out of memory is invalid and names device, time and bytes", "[sim][memory]") {
   Graph g;
   g.add_op(timed_op("A", 0.25, 600));

@@ -94,7 +94,7 @@ void check_invariants(const Graph& g, const Cluster& c, const Simulator& sim, co
     CHECK(d.peak_memory_bytes >= d.resident_bytes);
   }
   int64_t resident = 0;
-  for (const Op& op : g.ops()) resident += op.param_bytes;
+  for (const Op& op : g.ops()) resident += op.resident_bytes();
   int64_t sum_resident = 0;
   for (const auto& d : r.devices) sum_resident += d.resident_bytes;
   CHECK(sum_resident == resident);
