@@ -10,6 +10,7 @@
 #include "datasets/amoebanet.h"
 #include "datasets/cnn_layers.h"
 #include "datasets/registry.h"
+#include "place_helpers.h"
 #include "sim/simulator.h"
 
 using namespace gdp;
@@ -136,7 +137,7 @@ TEST_CASE("datasets/inception_v3 reports 23.8M parameters, weights and Adam stat
   for (int devices : {1, 2}) {
     Cluster c = make_cluster_preset("v100x" + std::to_string(devices) + "-nvlink");
     Simulator sim(g, c, CostModel());
-    SimResult r = sim.run(devices == 1 ? place_single(g) : place_round_robin(g, 2));
+    SimResult r = sim.run(test::place_by(devices == 1 ? "single" : "round-robin", g, c));
     int64_t resident = 0;
     for (const auto& d : r.devices) resident += d.resident_bytes;
     CHECK(resident == s.parameter_bytes + s.optimizer_bytes);
