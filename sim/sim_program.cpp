@@ -40,8 +40,7 @@ SimProgram::SimProgram(const Graph& g, const Cluster& c, const CostModel& cost, 
   topo_order.assign(topo.begin(), topo.end());
   for (int32_t k = 0; k < num_ops; ++k) topo_pos[topo[k]] = k;
   tensor_ptr.assign(num_ops + 1, 0);
-  alloc_bytes.assign(num_ops, 0);
-  temp_bytes.assign(num_ops, 0);
+  std::vector<int64_t> alloc_bytes(num_ops, 0), temp_bytes(num_ops, 0);
   param_bytes.assign(num_ops, 0);
   for (int32_t i = 0; i < num_ops; ++i) {
     const Op& op = ops[i];
@@ -56,8 +55,7 @@ SimProgram::SimProgram(const Graph& g, const Cluster& c, const CostModel& cost, 
   }
   num_tensors = tensor_ptr[num_ops];
   tensor_op.assign(num_tensors, 0);
-  tensor_bytes.assign(num_tensors, 0);
-  xfer_bytes.assign(num_tensors, 0);
+  std::vector<int64_t> tensor_bytes(num_tensors, 0), xfer_bytes(num_tensors, 0);
   for (int32_t i = 0; i < num_ops; ++i) {
     for (int32_t k = tensor_ptr[i]; k < tensor_ptr[i + 1]; ++k) {
       tensor_op[k] = i;
@@ -66,7 +64,7 @@ SimProgram::SimProgram(const Graph& g, const Cluster& c, const CostModel& cost, 
   }
 
   // Consumer edges grouped by tensor (stable in edge order).
-  cons_ptr.assign(num_tensors + 1, 0);
+  std::vector<int32_t> cons_ptr(num_tensors + 1, 0);
   for (const Edge& e : edges) cons_ptr[tensor_ptr[e.src] + e.src_output + 1]++;
   for (int32_t t = 0; t < num_tensors; ++t) cons_ptr[t + 1] += cons_ptr[t];
   cons_op.assign(num_edges, 0);
@@ -83,9 +81,7 @@ SimProgram::SimProgram(const Graph& g, const Cluster& c, const CostModel& cost, 
 
   // Input slots per op, in the graph's in-edge order.
   in_degree.assign(num_ops, 0);
-  in_ptr.assign(num_ops + 1, 0);
-  in_tensor.assign(num_edges, 0);
-  in_edge.assign(num_edges, 0);
+  std::vector<int32_t> in_ptr(num_ops + 1, 0), in_tensor(num_edges, 0), in_edge(num_edges, 0);
   const auto& iptr = graph.in_ptr();
   const auto& ieids = graph.in_edge_ids();
   for (int32_t i = 0; i < num_ops; ++i) {

@@ -42,24 +42,17 @@ class SimProgram {
   int32_t num_ops = 0, num_devices = 0, num_links = 0;  // links: directed
   int32_t num_tensors = 0, num_edges = 0;
 
-  // Ops (dense index).
+  // Ops (dense index). The construction-only arrays (input slots, per-tensor bytes and
+  // consumer offsets) live in the packed op_info / in_slot / tensor_info below.
   std::vector<int32_t> topo_pos;        // (num_ops) position in Graph::topo_order()
   std::vector<int32_t> topo_order;      // (num_ops) op at each topological position
   std::vector<int32_t> in_degree;       // (num_ops) number of input edges
-  std::vector<int32_t> in_ptr;          // (num_ops+1) input edge slots [in_ptr[i], in_ptr[i+1])
-  std::vector<int32_t> in_tensor;       // (num_edges) tensor read by the slot
-  std::vector<int32_t> in_edge;         // (num_edges) consumer-edge id of the slot (see cons_*)
   std::vector<int32_t> tensor_ptr;      // (num_ops+1) output tensors of op i: [ptr[i], ptr[i+1])
-  std::vector<int64_t> alloc_bytes;     // (num_ops) outputs + temporaries, allocated at start
-  std::vector<int64_t> temp_bytes;      // (num_ops) freed at the op's end
-  std::vector<int64_t> param_bytes;     // (num_ops) resident on its device (weights + optimizer)
+  std::vector<int64_t> param_bytes;     // (num_ops) resident on the op's device
   std::vector<int32_t> coloc_first;     // (num_ops) first op (topological) of its group; -1 none
 
-  // Tensors (one per op output), consumer edges grouped by tensor.
+  // Tensors (one per op output) and their consumer edges, grouped by tensor.
   std::vector<int32_t> tensor_op;       // (num_tensors) producing op
-  std::vector<int64_t> tensor_bytes;    // (num_tensors) allocated on the producer's device
-  std::vector<int64_t> xfer_bytes;      // (num_tensors) bytes moved and held by a receiver
-  std::vector<int32_t> cons_ptr;        // (num_tensors+1) consumer edges [ptr[t], ptr[t+1])
   std::vector<int32_t> cons_op;         // (num_edges) consuming op of each consumer edge
 
   // Costs: op time of op i on device d = op_time[dev_class[d] * num_ops + i].
