@@ -61,7 +61,11 @@ case "$case_name" in
     expect_rc 0 'step time' -- "$gdp" simulate --graph "$tmp/g.json" --cluster v100x2-nvlink --placement round-robin --trace "$tmp/t.json"
     grep -q traceEvents "$tmp/t.json" || fail "trace file lacks traceEvents"
     printf '{"format": "gdp-placement", "version": 1, "devices": 2, "placement": {"a": 0, "b": 1, "c": 1}}' > "$tmp/split.json"
-    expect_rc 0 'colocation' -- "$gdp" simulate --graph "$tmp/g.json" --cluster v100x2-nvlink --placement "$tmp/split.json" ;;
+    expect_rc 0 'colocation' -- "$gdp" simulate --graph "$tmp/g.json" --cluster v100x2-nvlink --placement "$tmp/split.json"
+    # One op, no edges (once a null reference in the simulator).
+    printf '{"format": "gdp-graph", "version": 1, "name": "one", "ops": [{"id": 0, "name": "a", "type": "MatMul", "phase": "forward", "outputs": [{"shape": [4], "dtype": "f32", "bytes": 16}], "flops": 128, "bytes_accessed": 48}], "edges": []}' > "$tmp/one.json"
+    expect_rc 0 '"valid": true' -- "$gdp" simulate --graph "$tmp/one.json" --cluster v100x2-nvlink --placement single --json
+    expect_rc 0 'step time' -- "$gdp" simulate --graph "$tmp/one.json" --cluster v100x2-nvlink --placement round-robin --trace "$tmp/t1.json" ;;
   gen-place)
     expect_rc 0 "" -- "$gdp" gen rnnlm --layers 2 --batch 4 --seq-len 4 --hidden 32 --vocab 50 -o "$tmp/r.json"
     expect_rc 0 '"ops":' -- "$gdp" info --json "$tmp/r.json"
