@@ -44,6 +44,9 @@ case "$case_name" in
     long=$(head -c 131000 /dev/zero | tr '\0' a)  # once a stack overflow in std::regex_match
     expect_rc 1 "<kind>x<count>-<topology>" -- "$gdp" cluster "$long"
     expect_rc 1 "<kind>x<count>-<topology>" -- "$gdp" cluster "${long}x4-nvlink"
+    part=$(head -c 256 /dev/zero | tr '\0' p)  # a path component over NAME_MAX
+    printf '{"format": "gdp-suite", "version": 1, "name": "s", "entries": [{"name": "e", "graph": "%s/g.json", "cluster": "v100x2-nvlink"}]}' "$part" > "$tmp/long.json"
+    expect_rc 1 "long.json.*entries\[0\].graph" -- "$gdp" compare --suite "$tmp/long.json"
     sed 's/"flops": 2e9/"flops": -2/' "$tmp/g.json" > "$tmp/neg.json"
     expect_rc 1 "ops\[0\].flops" -- "$gdp" info "$tmp/neg.json" ;;
   info)
