@@ -13,6 +13,8 @@ expect_rc() {  # expect_rc RC PATTERN -- command...
   local out rc
   out=$("$@" 2>&1); rc=$?
   [ "$rc" -eq "$want" ] || fail "'$*' exited $rc, expected $want; output: $out"
+  # A sanitized build (GDP_SANITIZE) exits 1 on a finding, like bad input: look for its report.
+  if echo "$out" | grep -q "Sanitizer\|runtime error:"; then fail "'$*': sanitizer report: $out"; fi
   [ -z "$pat" ] || echo "$out" | grep -q -- "$pat" || fail "'$*' output lacks '$pat': $out"
 }
 
