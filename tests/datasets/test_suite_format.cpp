@@ -124,7 +124,8 @@ TEST_CASE("datasets/suite a path the system cannot look up is an InputError nami
           "[datasets]") {
   // A path component over NAME_MAX (255 bytes) once threw std::filesystem_error out of the reader.
   const std::string part(256, 'p');
-  const std::string graph = R"({"name": "a", "graph": ")" + part + R"(/g.json", "cluster": "v100x2-nvlink"})";
+  const std::string graph =
+      R"({"name": "a", "graph": ")" + part + R"(/g.json", "cluster": "v100x2-nvlink"})";
   const std::string cluster = R"({"name": "a", "model": "rnnlm", "cluster": ")" + part + R"("})";
   const std::string placement = R"({"name": "a", "model": "rnnlm", "cluster": "v100x2-nvlink",
       "placements": {"rr": ")" + part + R"(.json"}})";
