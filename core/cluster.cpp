@@ -3,7 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <regex>
+#include <string_view>
 
 #include "core/error.h"
 
@@ -127,8 +127,11 @@ constexpr KindSheet kSheets[] = {
     {"H200", 67, 989, 4800, 141, 900, 50, 50},
 };
 
+char ascii_upper(char c) { return (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c; }
+char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+
 const KindSheet* find_sheet(std::string kind) {
-  std::transform(kind.begin(), kind.end(), kind.begin(), ::toupper);
+  std::transform(kind.begin(), kind.end(), kind.begin(), ascii_upper);
   for (const auto& s : kSheets)
     if (kind == s.kind) return &s;
   return nullptr;
@@ -172,13 +175,71 @@ int32_t wire_pcie(Cluster& c, const KindSheet& s, int32_t first, int32_t count,
   return host;
 }
 
+// A preset name split by its grammar, <kind>x<count>-<topology>: kind [A-Za-z0-9]+, count of
+// 1-4 digits, topology "nvlink", "pcie" or 1-4 digits then "node". Parsed by hand in one pass,
+// so that any name, however long, costs linear time and constant stack.
+struct PresetName {
+  std::string_view kind, topology;  // topology: "nvlink", "pcie" or "node"
+  int64_t count = 0;
+  int64_t nodes = 1;
+  bool multi_node = false;  // the <N>node form, also for N = 1
+};
+
+bool is_ascii_alnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+// 1 to 4 decimal digits -> *value.
+bool parse_small_number(std::string_view s, int64_t* value) {
+  if (s.empty() || s.size() > 4) return false;
+  int64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = 10 * v + (c - '0');
+  }
+  *value = v;
+  return true;
+}
+
+bool parse_preset_name(std::string_view s, PresetName* out) {
+  // Neither kind nor topology holds a '-', and the count is digits only, so the first '-'
+  // ends the count and the last 'x' before it starts the count.
+  const size_t dash = s.find('-');
+  if (dash == std::string_view::npos) return false;
+  const std::string_view head = s.substr(0, dash), topology = s.substr(dash + 1);
+  const size_t x = head.rfind('x');
+  if (x == std::string_view::npos || x == 0) return false;
+  out->kind = head.substr(0, x);
+  if (!std::all_of(out->kind.begin(), out->kind.end(), is_ascii_alnum)) return false;
+  if (!parse_small_number(head.substr(x + 1), &out->count)) return false;
+  if (topology == "nvlink" || topology == "pcie") {
+    out->topology = topology;
+    return true;
+  }
+  constexpr std::string_view kNode = "node";
+  if (topology.size() <= kNode.size() || !topology.ends_with(kNode)) return false;
+  if (!parse_small_number(topology.substr(0, topology.size() - kNode.size()), &out->nodes))
+    return false;
+  out->topology = kNode;
+  out->multi_node = true;
+  return true;
+}
+
+// The preset as quoted in messages: a very long name is shortened.
+std::string quoted_preset(const std::string& preset) {
+  constexpr size_t kShown = 64;
+  if (preset.size() <= kShown) return "'" + preset + "'";
+  return "'" + preset.substr(0, kShown) + "...' (" + std::to_string(preset.size()) +
+         " characters)";
+}
+
 }  // namespace
 
 std::vector<std::string> cluster_preset_kinds() {
   std::vector<std::string> v;
   for (const auto& s : kSheets) {
     std::string k = s.kind;
-    std::transform(k.begin(), k.end(), k.begin(), ::tolower);
+    std::transform(k.begin(), k.end(), k.begin(), ascii_lower);
     v.push_back(k);
   }
   return v;
@@ -201,24 +262,22 @@ DeviceSpec device_preset(const std::string& kind) {
 }
 
 Cluster make_cluster_preset(const std::string& preset) {
-  static const std::regex re(R"(([A-Za-z0-9]+)x([0-9]{1,4})-(nvlink|pcie|([0-9]{1,4})node))");
-  std::smatch m;
   const std::string grammar =
       "expected <kind>x<count>-<topology> with kind in {k80, p100, v100, a100, h100, h200} and "
       "topology nvlink, pcie or <N>node, e.g. v100x4-nvlink";
-  if (!std::regex_match(preset, m, re))
-    throw InputError("cluster preset '" + preset + "': " + grammar);
-  const KindSheet* s = find_sheet(m[1].str());
-  if (!s) throw InputError("cluster preset '" + preset + "': unknown kind; " + grammar);
-  int64_t count = std::stoll(m[2].str());
-  if (count < 1 || count > 1024)
-    throw InputError("cluster preset '" + preset + "': device count must be in [1, 1024]");
-  std::string topo = m[3].str();
-  int64_t nodes = m[4].matched ? std::stoll(m[4].str()) : 1;
+  const std::string who = "cluster preset " + quoted_preset(preset);
+  PresetName m;
+  if (!parse_preset_name(preset, &m)) throw InputError(who + ": " + grammar);
+  const KindSheet* s = find_sheet(std::string(m.kind));
+  if (!s) throw InputError(who + ": unknown kind; " + grammar);
+  const int64_t count = m.count;
+  if (count < 1 || count > 1024) throw InputError(who + ": device count must be in [1, 1024]");
+  const std::string_view topo = m.topology;
+  const int64_t nodes = m.nodes;
   if (nodes < 1 || count % nodes != 0)
-    throw InputError("cluster preset '" + preset + "': device count must be a multiple of the node count");
+    throw InputError(who + ": device count must be a multiple of the node count");
   if (topo == "nvlink" && s->nvlink_GBps == 0)
-    throw InputError("cluster preset '" + preset + "': " + s->kind + " has no NVLink; use pcie");
+    throw InputError(who + ": " + s->kind + " has no NVLink; use pcie");
 
   Cluster c;
   c.name = preset;
@@ -229,7 +288,7 @@ Cluster make_cluster_preset(const std::string& preset) {
                        : "gpu" + std::to_string(i);
     c.devices.push_back(d);
   }
-  if (!m[4].matched) {
+  if (!m.multi_node) {
     if (topo == "nvlink") wire_nvlink(c, *s, 0, per_node);
     else wire_pcie(c, *s, 0, per_node, "");
   } else {

@@ -20,6 +20,15 @@ std::string resolve(const std::string& base_dir, const std::string& p) {
   return (fs::path(base_dir) / q).lexically_normal().string();
 }
 
+// "" when file f exists, else why not: "does not exist", or why the system cannot look it up
+// (a component longer than NAME_MAX, a directory without permission; std::filesystem's
+// throwing overloads would raise a filesystem_error out of the reader).
+std::string missing_file(const std::string& f) {
+  std::error_code ec;
+  if (fs::exists(f, ec)) return "";
+  return ec ? "cannot be looked up (" + ec.message() + ")" : "does not exist";
+}
+
 // A cluster is a preset when it parses as one; otherwise a file relative to the suite.
 std::string resolve_cluster(const StrictJson& sj, const std::string& base_dir,
                             const std::string& value, const std::string& path) {
@@ -29,9 +38,11 @@ std::string resolve_cluster(const StrictJson& sj, const std::string& base_dir,
   } catch (const InputError&) {
   }
   std::string f = resolve(base_dir, value);
-  if (!fs::exists(f))
-    sj.fail(path, "expected a cluster preset (e.g. \"v100x4-nvlink\") or an existing cluster file, got \"" +
-                      value + "\"");
+  const std::string why = missing_file(f);
+  if (!why.empty())
+    sj.fail(path, "expected a cluster preset (e.g. \"v100x4-nvlink\") or an existing cluster "
+                  "file, got \"" + value + "\"" +
+                      (why == "does not exist" ? "" : "; the file " + why));
   return f;
 }
 
@@ -98,8 +109,9 @@ SuiteSpec parse_suite_json(const std::string& text, const std::string& source_na
     } else {
       if (je.contains("options")) sj.fail(json_path(p, "options"), "options only go with \"model\"");
       e.graph_path = resolve(base_dir, sj.string(je, "graph", p));
-      if (!fs::exists(e.graph_path))
-        sj.fail(json_path(p, "graph"), "graph file \"" + e.graph_path + "\" does not exist");
+      const std::string why = missing_file(e.graph_path);
+      if (!why.empty())
+        sj.fail(json_path(p, "graph"), "graph file \"" + e.graph_path + "\" " + why);
     }
     e.cluster = resolve_cluster(sj, base_dir, sj.string(je, "cluster", p), json_path(p, "cluster"));
     if (je.contains("placements")) {
@@ -108,7 +120,8 @@ SuiteSpec parse_suite_json(const std::string& text, const std::string& source_na
         const std::string q = json_path(json_path(p, "placements"), it.key().c_str());
         if (!it.value().is_string()) sj.fail(q, "expected a placement file path");
         std::string f = resolve(base_dir, it.value().get<std::string>());
-        if (!fs::exists(f)) sj.fail(q, "placement file \"" + f + "\" does not exist");
+        const std::string why = missing_file(f);
+        if (!why.empty()) sj.fail(q, "placement file \"" + f + "\" " + why);
         e.placements[it.key()] = f;
       }
     }

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# The README's test command: install dependencies, build, run the whole ctest suite.
-# GPU tests (label gpu) report "skipped" where no GPU is visible.
+# The README's test command: install dependencies, build, run the whole ctest suite, then the
+# CPU modules (core, sim, datasets, cli) again under AddressSanitizer + UBSan
+# (scripts/run_asan_tests.sh, ./build-asan). GPU tests (label gpu) report "skipped" where no
+# GPU is visible. Fails when either run fails; both run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
 bash scripts/build.sh
-cd build
-ctest --output-on-failure -j"$(nproc 2>/dev/null || echo 2)" --timeout 1800
+rc=0
+(cd build && ctest --output-on-failure -j"$(nproc 2>/dev/null || echo 2)" --timeout 1800) || rc=1
+bash scripts/run_asan_tests.sh || rc=1
+exit "$rc"

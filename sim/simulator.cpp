@@ -204,9 +204,10 @@ double simulate(const SimProgram& P, const Placement& pl, SimState& S, SimResult
       ++ops_run;
       const OpInfo& oi = P.op_info[i];
       alloc(d, oi.alloc_bytes);
-      // Its end will read its input slots and output tensors: fetch them now.
-      __builtin_prefetch(&P.in_slot[oi.in_begin]);
-      __builtin_prefetch(&P.tensor_info[oi.t_begin]);
+      // Its end will read its input slots and output tensors: fetch them now. (Pointer
+      // arithmetic: the range can be empty, at the end of the array or of an empty one.)
+      __builtin_prefetch(P.in_slot.data() + oi.in_begin);
+      __builtin_prefetch(P.tensor_info.data() + oi.t_begin);
       double t = P.time_of(i, d);
       double end = now + t;
       S.busy_s[d] += t;

@@ -13,6 +13,8 @@ expect_rc() {  # expect_rc RC PATTERN -- command...
   local out rc
   out=$("$@" 2>&1); rc=$?
   [ "$rc" -eq "$want" ] || fail "'$*' exited $rc, expected $want; output: $out"
+  # A sanitized build (GDP_SANITIZE) exits 1 on a finding, like bad input: look for its report.
+  if echo "$out" | grep -q "Sanitizer\|runtime error:"; then fail "'$*': sanitizer report: $out"; fi
   [ -z "$pat" ] || echo "$out" | grep -q -- "$pat" || fail "'$*' output lacks '$pat': $out"
 }
 
@@ -41,6 +43,12 @@ case "$case_name" in
     expect_rc 1 "empty.json" -- "$gdp" info "$tmp/empty.json"
     expect_rc 1 "cannot open" -- "$gdp" info "$tmp/missing.json"
     expect_rc 1 "<kind>x<count>-<topology>" -- "$gdp" cluster v100-four
+    long=$(head -c 131000 /dev/zero | tr '\0' a)  # once a stack overflow in std::regex_match
+    expect_rc 1 "<kind>x<count>-<topology>" -- "$gdp" cluster "$long"
+    expect_rc 1 "<kind>x<count>-<topology>" -- "$gdp" cluster "${long}x4-nvlink"
+    part=$(head -c 256 /dev/zero | tr '\0' p)  # a path component over NAME_MAX
+    printf '{"format": "gdp-suite", "version": 1, "name": "s", "entries": [{"name": "e", "graph": "%s/g.json", "cluster": "v100x2-nvlink"}]}' "$part" > "$tmp/long.json"
+    expect_rc 1 "long.json.*entries\[0\].graph" -- "$gdp" compare --suite "$tmp/long.json"
     sed 's/"flops": 2e9/"flops": -2/' "$tmp/g.json" > "$tmp/neg.json"
     expect_rc 1 "ops\[0\].flops" -- "$gdp" info "$tmp/neg.json" ;;
   info)
@@ -82,7 +90,11 @@ case "$case_name" in
     expect_rc 0 'step time' -- "$gdp" simulate --graph "$tmp/g.json" --cluster v100x2-nvlink --placement round-robin --trace "$tmp/t.json"
     grep -q traceEvents "$tmp/t.json" || fail "trace file lacks traceEvents"
     printf '{"format": "gdp-placement", "version": 1, "devices": 2, "placement": {"a": 0, "b": 1, "c": 1}}' > "$tmp/split.json"
-    expect_rc 0 'colocation' -- "$gdp" simulate --graph "$tmp/g.json" --cluster v100x2-nvlink --placement "$tmp/split.json" ;;
+    expect_rc 0 'colocation' -- "$gdp" simulate --graph "$tmp/g.json" --cluster v100x2-nvlink --placement "$tmp/split.json"
+    # One op, no edges (once a null reference in the simulator).
+    printf '{"format": "gdp-graph", "version": 1, "name": "one", "ops": [{"id": 0, "name": "a", "type": "MatMul", "phase": "forward", "outputs": [{"shape": [4], "dtype": "f32", "bytes": 16}], "flops": 128, "bytes_accessed": 48}], "edges": []}' > "$tmp/one.json"
+    expect_rc 0 '"valid": true' -- "$gdp" simulate --graph "$tmp/one.json" --cluster v100x2-nvlink --placement single --json
+    expect_rc 0 'step time' -- "$gdp" simulate --graph "$tmp/one.json" --cluster v100x2-nvlink --placement round-robin --trace "$tmp/t1.json" ;;
   gen-place)
     expect_rc 0 "" -- "$gdp" gen rnnlm --layers 2 --batch 4 --seq-len 4 --hidden 32 --vocab 50 -o "$tmp/r.json"
     expect_rc 0 '"ops":' -- "$gdp" info --json "$tmp/r.json"

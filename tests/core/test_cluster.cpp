@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <regex>
 
 #include "core/error.h"
 #include "core/io.h"
@@ -56,6 +57,74 @@ TEST_CASE("core/cluster preset grammar errors are clear", "[core]") {
   Cluster one = make_cluster_preset("v100x4-1node");
   CHECK(one.route(0, 3).size() == 1);
   CHECK(one.find_node("node0/nic") >= 0);
+}
+
+TEST_CASE("core/cluster preset parser accepts exactly the grammar's regex", "[core]") {
+  // The grammar as the regex the parser replaced (fine on short names): the reference.
+  const std::regex grammar(R"(([A-Za-z0-9]+)x([0-9]{1,4})-(nvlink|pcie|([0-9]{1,4})node))");
+  std::vector<std::string> names = cluster_preset_examples();
+  for (const auto& kind : cluster_preset_kinds())
+    for (const char* rest : {"x1-pcie", "x4-nvlink", "x8-pcie", "x16-2node", "x8-8node"})
+      names.push_back(kind + rest);
+  for (const char* n :
+       {"V100x4-nvlink", "v100X4-nvlink", "v100x0004-nvlink", "v100x00004-nvlink", "v100x0-nvlink",
+        "v100x2000-pcie", "x4-nvlink", "v1x00x4-pcie", "v100xx4-pcie", "v100x4x-pcie",
+        "v100x4-NVLINK", "v100x4-node", "v100x4-1node", "v100x4-0node", "v100x4-00002node",
+        "v100x4-0002node", "v100x4-2nodes", "v100x4-nvlink ", " v100x4-nvlink", "v100x4_nvlink",
+        "v100x4-nvlink-x", "v100x4--nvlink", "-v100x4-nvlink", "v100-x4-nvlink", "", "x", "-",
+        "x-", "v100x-pcie", "v100x4-", "v1.0x4-pcie", "v100x4-2node\n", "v\xc3\xa9x4-pcie",
+        "tpu4x4-nvlink", "k80x3-2node", "k80x2-nvlink"})
+    names.push_back(n);
+  const std::string grammar_text = "<kind>x<count>-<topology>";
+  for (const auto& n : names) {
+    INFO("preset '" << n << "'");
+    std::smatch m;
+    const bool matches = std::regex_match(n, m, grammar);
+    std::string error;
+    int32_t devices = -1;
+    try {
+      devices = make_cluster_preset(n).num_devices();
+    } catch (const InputError& e) {
+      error = e.what();
+    }
+    CHECK(matches == (error.find(grammar_text) == std::string::npos ||
+                      error.find("unknown kind") != std::string::npos));
+    if (matches && error.empty()) CHECK(devices == std::stoi(m[2].str()));
+  }
+}
+
+TEST_CASE("core/cluster every preset of the list and every kind builds", "[core]") {
+  for (const auto& e : cluster_preset_examples()) {
+    INFO(e);
+    Cluster c = make_cluster_preset(e);
+    CHECK(c.name == e);
+    CHECK(c.num_devices() >= 2);
+  }
+  for (const auto& kind : cluster_preset_kinds()) {
+    INFO(kind);
+    CHECK(make_cluster_preset(kind + "x4-pcie").num_devices() == 4);
+    CHECK(make_cluster_preset(kind + "x8-2node").num_devices() == 8);
+    CHECK_THROWS_WITH(make_cluster_preset(kind + "x1025-pcie"), Catch::Contains("[1, 1024]"));
+  }
+}
+
+TEST_CASE("core/cluster a 131,000-letter preset name is a grammar error", "[core]") {
+  // Once a crash: the regex recursed once per character and overflowed the stack.
+  const std::string letters(131000, 'a');
+  for (const std::string& n : {letters, letters + "x4-nvlink", "v100x4-" + letters,
+                               std::string(131000, 'x') + "4-pcie", "v100x" + letters + "-pcie"}) {
+    std::string error;
+    try {
+      make_cluster_preset(n);
+    } catch (const InputError& e) {
+      error = e.what();
+    }
+    CHECK_THAT(error, Catch::Contains("<kind>x<count>-<topology>"));
+    CHECK(error.size() < 400);  // the name is shortened in the message
+  }
+  CHECK_THROWS_WITH(make_cluster_preset(std::string(131000, 'a') + "x4-nvlink"),
+                    Catch::Contains("131009 characters"));
+  CHECK_THROWS_WITH(read_cluster(letters), Catch::Contains("<kind>x<count>-<topology>"));
 }
 
 TEST_CASE("core/cluster json round-trips and is strict", "[core]") {

@@ -14,11 +14,9 @@
 using namespace gdp;
 
 TEST_CASE("core/pipedream import of every shared profile", "[core]") {
-  if (!test::shared_available()) {
-    WARN("SKIPPED: ../shared/data/pipedream-profiles not found next to the checkout");
-    return;
-  }
-  const auto root = std::filesystem::path(test::shared_dir()) / "data" / "pipedream-profiles";
+  GDP_REQUIRE_INPUT(test::shared_available(),
+                    "the PipeDream profiles are missing: " << test::pipedream_profiles_dir());
+  const std::filesystem::path root = test::pipedream_profiles_dir();
   std::vector<std::filesystem::path> files;
   for (auto& e : std::filesystem::recursive_directory_iterator(root))
     if (e.path().extension() == ".txt" && e.path().filename() != "LICENSE.txt") files.push_back(e.path());

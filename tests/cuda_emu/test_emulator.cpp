@@ -47,7 +47,7 @@ TEST_CASE("cuda_emu/shuffle xor exchanges values between lanes", "[cuda_emu]") {
   cudaFree(fout);
 }
 
-TEST_CASE("cuda_emu/syncthreads waits for the block; exited threads count as arrived",
+TEST_CASE("cuda_emu/syncthreads waits for the block, exited threads count as arrived",
           "[cuda_emu]") {
   float* out = dev<float>(3 * 100);
   run(true, 3, 100, [=] {

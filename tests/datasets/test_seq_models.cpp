@@ -79,7 +79,7 @@ TEST_CASE("datasets/gnmt default (8 layers) has over 50,000 ops", "[datasets]") 
                              8 * 3 * H * 4 * H + 2 * H * H + 2 * H + 1 + H * V + 17 * 4 * H);
 }
 
-TEST_CASE("datasets/gnmt 2 and 4 layers; options validated", "[datasets]") {
+TEST_CASE("datasets/gnmt 2 and 4 layers, options validated", "[datasets]") {
   GenOptions o = layers(2);
   o.seq_len = 10;
   Graph g2 = generate("gnmt", o);

@@ -120,3 +120,40 @@ TEST_CASE("datasets/suite load_suite materializes generator calls, files and pla
   CHECK(es[0].placements.at("rr").device == p.device);
   fs::remove_all(dir);
 }
+
+TEST_CASE("datasets/suite a path the system cannot look up is an InputError naming file and field",
+          "[datasets]") {
+  // A path component over NAME_MAX (255 bytes) once threw std::filesystem_error out of the reader.
+  const std::string part(256, 'p');
+  const std::string graph =
+      R"({"name": "a", "graph": ")" + part + R"(/g.json", "cluster": "v100x2-nvlink"})";
+  const std::string cluster = R"({"name": "a", "model": "rnnlm", "cluster": ")" + part + R"("})";
+  const std::string placement = R"({"name": "a", "model": "rnnlm", "cluster": "v100x2-nvlink",
+      "placements": {"rr": ")" + part + R"(.json"}})";
+  const std::string preset = R"({"name": "a", "model": "rnnlm", "cluster": ")" +
+                             std::string(131000, 'a') + R"("})";
+  struct Case {
+    std::string entry, field;
+  };
+  for (const Case& c : {Case{graph, "entries[0].graph"}, Case{cluster, "entries[0].cluster"},
+                        Case{placement, "entries[0].placements.rr"},
+                        Case{preset, "entries[0].cluster"}}) {
+    INFO(c.field);
+    std::string error;
+    try {
+      parse_suite_json(wrap(c.entry), "t.json", "");
+    } catch (const InputError& e) {
+      error = e.what();
+    }
+    CHECK_THAT(error, Catch::Contains("t.json") && Catch::Contains(c.field));
+    if (c.entry != preset) CHECK_THAT(error, Catch::Contains("File name too long"));
+  }
+  // Through the file reader too, relative to the suite's folder.
+  namespace fs = std::filesystem;
+  const fs::path f = fs::path(gdp::test::binary_dir()) / "test_suite_long_path.json";
+  std::ofstream(f.string()) << wrap(graph);
+  CHECK_THROWS_WITH(read_suite_spec(f.string()),
+                    Catch::Contains(f.string()) && Catch::Contains("entries[0].graph"));
+  CHECK_THROWS_AS(load_suite(f.string()), InputError);
+  fs::remove(f);
+}

@@ -1,7 +1,7 @@
 // Compares our nn library against PyTorch on a small GDP-style model (GraphSAGE -> superposition
 // -> Transformer-XL segments with memory -> categorical head): scripts/torch_oracle.py computes
 // outputs, all gradients and Adam-step losses with PyTorch's own ops and autograd; we rebuild the
-// model with the same weights and must agree. Skips (with a warning) where torch is missing.
+// model with the same weights and must agree. Skipped where torch is missing (GDP_REQUIRE_INPUT).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -25,20 +25,25 @@ using nlohmann::json;
 
 namespace {
 
-const char* kPython = "/usr/bin/python3";
+// The interpreter with PyTorch: $GDP_PYTHON when set (e.g. one without torch, to see the
+// skip), else the system's.
+std::string python() {
+  const char* env = std::getenv("GDP_PYTHON");
+  return (env && *env) ? std::string(env) : std::string("/usr/bin/python3");
+}
 
 // Runs the oracle script once per test binary run; returns the JSON, or null with a reason.
 json load_oracle(std::string& why_not) {
-  if (std::system((std::string("test -x ") + kPython).c_str()) != 0) {
-    why_not = std::string(kPython) + " not found";
+  if (std::system(("test -x " + python()).c_str()) != 0) {
+    why_not = python() + " not found";
     return nullptr;
   }
   const std::string out = gdp::test::binary_dir() + "/nn_torch_oracle.json";
-  const std::string cmd = std::string(kPython) + " " + gdp::test::source_dir() +
+  const std::string cmd = python() + " " + gdp::test::source_dir() +
                           "/scripts/torch_oracle.py --out " + out + " > /dev/null 2>&1";
   const int status = std::system(cmd.c_str());
   if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {  // the script's "no torch" code
-    why_not = std::string(kPython) + " cannot import torch";
+    why_not = python() + " cannot import torch";
     return nullptr;
   }
   if (status != 0) {
@@ -202,10 +207,7 @@ void check_case(const json& oc) {
 TEST_CASE("nn/oracle: GDP model matches PyTorch (outputs, gradients, Adam)", "[nn][oracle]") {
   static std::string why_not;
   static const json doc = load_oracle(why_not);  // one script run for all sections
-  if (doc.is_null()) {
-    WARN("SKIPPED nn/oracle: " << why_not);
-    return;
-  }
+  GDP_REQUIRE_INPUT(!doc.is_null(), "nn/oracle needs PyTorch: " << why_not);
   INFO(why_not);
   REQUIRE_FALSE(doc.contains("error"));
   REQUIRE(doc.at("format") == "gdp-torch-oracle");

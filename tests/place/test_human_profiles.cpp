@@ -14,10 +14,8 @@
 using namespace gdp;
 
 TEST_CASE("place/human placement stages an imported profile that does not fit one GPU", "[place]") {
-  if (!test::shared_available()) {
-    WARN("SKIPPED: ../shared/data/pipedream-profiles not found next to the checkout");
-    return;
-  }
+  GDP_REQUIRE_INPUT(test::shared_available(),
+                    "the PipeDream profiles are missing: " << test::pipedream_profiles_dir());
   Graph g = read_graph_file(test::shared_dir() + "/data/pipedream-profiles/image_classification/resnet50.txt");
   Cluster c = make_cluster_preset("v100x4-nvlink");
   Simulator sim(g, c, CostModel());
@@ -33,10 +31,11 @@ TEST_CASE("place/human placement stages an imported profile that does not fit on
 }
 
 TEST_CASE("place/pipedream suite loads the shared profiles", "[place]") {
-  if (!test::shared_available()) {
-    WARN("SKIPPED: ../shared/data/pipedream-profiles not found next to the checkout");
-    return;
-  }
+  // The suite names its graphs relative to itself: in ../shared beside the checkout.
+  const std::string beside = test::source_dir() + "/../shared/data/pipedream-profiles";
+  GDP_REQUIRE_INPUT(test::shared_available() && std::filesystem::is_directory(beside),
+                    "the PipeDream profiles are missing: " << test::pipedream_profiles_dir()
+                                                           << " or " << beside);
   auto entries = datasets::load_suite(test::source_dir() + "/datasets/suites/pipedream.json");
   REQUIRE(entries.size() == 8);
   for (const auto& e : entries) {

@@ -420,3 +420,54 @@ TEST_CASE("sim/closed/an unfinalized graph is an InputError", "[sim]") {
   Cluster c = full_mesh(1);
   REQUIRE_THROWS_AS(Simulator(g, c, CostModel()), InputError);
 }
+
+TEST_CASE("sim/closed/a graph of one op and no edges, and ops without outputs", "[sim]") {
+  // Once read the input slots and outputs of the op through a null reference (no edges, no
+  // tensors): UBSan's finding at the dispatch of the op.
+  auto one_op = [](int outputs) {
+    Graph g;
+    g.name = "one";
+    Op op = timed_op("A", 0.25);
+    op.outputs.resize(outputs);
+    g.add_op(op);
+    g.finalize();
+    return g;
+  };
+  Cluster c = full_mesh(2);
+  SimOptions opt;
+  opt.record_trace = true;
+  opt.record_op_times = true;
+  for (int outputs : {1, 0}) {
+    INFO(outputs << " outputs");
+    Graph g = one_op(outputs);
+    Simulator sim(g, c, CostModel(), opt);
+    for (int32_t d : {0, 1}) {
+      SimResult r = sim.run(placement_of({d}));
+      REQUIRE(r.valid);
+      CHECK(r.step_time_s == 0.25);
+      CHECK(r.devices[d].ops == 1);
+      CHECK(r.transfers == 0);
+      CHECK(r.critical_path == std::vector<int32_t>{0});
+      CHECK(r.trace.size() == 1);
+      auto st = sim.make_state();
+      CHECK(sim.step_time(placement_of({d}), *st) == 0.25);
+    }
+    CHECK(sim.step_times({placement_of({0}), placement_of({1})}) ==
+          std::vector<double>{0.25, 0.25});
+  }
+  // A chain whose last op (the last tensor-less one) is remote from its input.
+  Graph g;
+  g.name = "tail";
+  g.add_op(timed_op("A", 0.25));
+  Op b = timed_op("B", 0.5);
+  b.outputs.clear();
+  g.add_op(b);
+  g.add_edge(0, 0, 1, 1024);
+  g.finalize();
+  Simulator sim(g, c, CostModel(), opt);
+  SimResult r = sim.run(placement_of({0, 0}));
+  REQUIRE(r.valid);
+  CHECK(r.step_time_s == 0.75);
+  CHECK(r.critical_path == std::vector<int32_t>{0, 1});
+  CHECK(sim.run(placement_of({0, 1})).step_time_s == 0.75 + kLinkLat_s + 1024 / kLinkBw_Bps);
+}

@@ -238,10 +238,8 @@ TEST_CASE("sim/reference/fast simulator equals the readable reference on small r
 }
 
 TEST_CASE("sim/pipedream/real measured profiles: one device sums the measured times, invariants hold", "[sim][data]") {
-  if (!test::shared_available()) {
-    WARN("shared/data/pipedream-profiles not found; skipped");
-    return;
-  }
+  GDP_REQUIRE_INPUT(test::shared_available(),
+                    "the PipeDream profiles are missing: " << test::pipedream_profiles_dir());
   for (const char* rel : {"image_classification/resnet50.txt", "image_classification/inception_v3.txt",
                           "translation/gnmt.txt"}) {
     Graph g = read_graph_file(test::shared_dir() + "/data/pipedream-profiles/" + rel);
