@@ -14,33 +14,145 @@ std::string type_name(const nlohmann::json& v) {
   if (v.is_number_float()) return "number";
   return v.type_name();
 }
+
+// The 1-based byte offset of the bracket that opens level `max_depth + 1`. Only called after
+// the parser has read that far, so the text before it is valid JSON.
+size_t first_too_deep_byte(const std::string& text, int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return i + 1;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return text.size();
+}
+
+// Builds the DOM from nlohmann's SAX events, as nlohmann's own DOM parser does, and adds the
+// strict checks: a key repeated in one object (one map look-up per key, no callback parser:
+// that one rescans the enclosing container at every object end, which made reading
+// quadratic), and a nesting cap (deeper values would overflow the stack of every recursive
+// function that walks a DOM: dump, copy, comparison).
+class StrictDomBuilder {
+ public:
+  using json = nlohmann::json;
+
+  StrictDomBuilder(json& root, const std::string& text, const std::string& source)
+      : root_(root), text_(text), source_(source) {}
+
+  bool null() { return put(nullptr); }
+  bool boolean(bool b) { return put(b); }
+  bool number_integer(json::number_integer_t x) { return put(x); }
+  bool number_unsigned(json::number_unsigned_t x) { return put(x); }
+  bool number_float(json::number_float_t x, const json::string_t&) { return put(x); }
+  bool string(json::string_t& s) { return put(std::move(s)); }
+  bool binary(json::binary_t& b) { return put(json::binary(std::move(b))); }
+
+  bool start_object(std::size_t) { return open(json::value_t::object); }
+  bool key(json::string_t& k) {
+    auto [it, inserted] = open_.back()->get_ref<json::object_t&>().try_emplace(std::move(k));
+    if (!inserted)
+      throw InputError(source_ + ": invalid JSON: key \"" + it->first +
+                       "\" appears twice in one object");
+    slot_ = &it->second;
+    return true;
+  }
+  bool end_object() {
+    open_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) { return open(json::value_t::array); }
+  bool end_array() {
+    open_.pop_back();
+    return true;
+  }
+
+  bool parse_error(std::size_t, const std::string&, const json::exception& e) {
+    if (const auto* pe = dynamic_cast<const json::parse_error*>(&e))
+      throw InputError(source_ + ": invalid JSON at byte " + std::to_string(pe->byte) + ": " +
+                       pe->what());
+    throw InputError(source_ + ": invalid JSON: " + e.what());  // e.g. number overflow (1e999)
+  }
+
+ private:
+  // Stores a value where the grammar says it goes; returns where it was stored.
+  template <class T>
+  json* place(T&& v) {
+    if (open_.empty()) {
+      root_ = json(std::forward<T>(v));
+      return &root_;
+    }
+    json& parent = *open_.back();
+    if (parent.is_array()) {
+      auto& a = parent.get_ref<json::array_t&>();
+      a.emplace_back(std::forward<T>(v));
+      return &a.back();
+    }
+    *slot_ = json(std::forward<T>(v));
+    return slot_;
+  }
+  template <class T>
+  bool put(T&& v) {
+    place(std::forward<T>(v));
+    return true;
+  }
+  bool open(json::value_t t) {
+    if (open_.size() >= static_cast<size_t>(kMaxJsonDepth))
+      throw InputError(source_ + ": invalid JSON at byte " +
+                       std::to_string(first_too_deep_byte(text_, kMaxJsonDepth)) +
+                       ": arrays and objects nested deeper than " + std::to_string(kMaxJsonDepth) +
+                       " levels");
+    open_.push_back(place(t));
+    return true;
+  }
+
+  json& root_;
+  const std::string& text_;
+  const std::string& source_;
+  std::vector<json*> open_;  // the open arrays and objects, innermost last
+  json* slot_ = nullptr;     // the value of the key just read
+};
 }  // namespace
 
-nlohmann::json StrictJson::parse(const std::string& text) const {
-  // Keys seen in each open object, innermost last: a repeated key would otherwise silently
-  // replace the earlier value.
-  std::vector<std::vector<std::string>> open_keys;
-  auto cb = [&](int, nlohmann::json::parse_event_t ev, nlohmann::json& parsed) {
-    using E = nlohmann::json::parse_event_t;
-    if (ev == E::object_start) open_keys.emplace_back();
-    else if (ev == E::object_end) open_keys.pop_back();
-    else if (ev == E::key && !open_keys.empty()) {
-      const std::string k = parsed.get<std::string>();
-      auto& seen = open_keys.back();
-      if (std::find(seen.begin(), seen.end(), k) != seen.end())
-        throw InputError(source_ + ": invalid JSON: key \"" + k + "\" appears twice in one object");
-      seen.push_back(k);
-    }
-    return true;
-  };
-  try {
-    return nlohmann::json::parse(text, cb);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(source_ + ": invalid JSON at byte " + std::to_string(e.byte) + ": " +
-                     e.what());
-  } catch (const nlohmann::json::exception& e) {  // e.g. number overflow (1e999)
-    throw InputError(source_ + ": invalid JSON: " + e.what());
+std::string json_preview(const nlohmann::json& v) {
+  constexpr size_t kMaxChars = 60;
+  if (v.is_array())
+    return "an array of " + std::to_string(v.size()) + (v.size() == 1 ? " item" : " items");
+  if (v.is_object())
+    return "an object of " + std::to_string(v.size()) + (v.size() == 1 ? " key" : " keys");
+  if (v.is_binary()) return "binary data";
+  if (v.is_string()) {
+    const auto& s = v.get_ref<const std::string&>();
+    auto quoted = [](const std::string& x) {
+      return nlohmann::json(x).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    };
+    if (s.size() <= kMaxChars) return quoted(s);
+    size_t n = kMaxChars;
+    while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;  // whole UTF-8 chars
+    std::string head = quoted(s.substr(0, n));
+    head.pop_back();  // the closing quote
+    return head + "...\" (" + std::to_string(s.size()) + " bytes)";
   }
+  std::string d = v.dump();  // null, true, false or a number: short
+  if (d.size() > kMaxChars) d = d.substr(0, kMaxChars) + "...";
+  return d;
+}
+
+nlohmann::json StrictJson::parse(const std::string& text) const {
+  nlohmann::json root;
+  StrictDomBuilder builder(root, text, source_);
+  nlohmann::json::sax_parse(text.data(), text.data() + text.size(), &builder);
+  return root;
 }
 
 void StrictJson::fail(const std::string& path, const std::string& what) const {
@@ -93,11 +205,11 @@ double StrictJson::number_value(const nlohmann::json& v, const std::string& path
   double d = v.get<double>();
   if (!std::isfinite(d)) fail(path, "expected a finite number");
   if (d < min_value)
-    fail(path, "expected a number >= " + std::to_string(min_value) + ", got " + v.dump());
+    fail(path, "expected a number >= " + std::to_string(min_value) + ", got " + json_preview(v));
   if (d > max_value) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%g", max_value);
-    fail(path, std::string("expected a number <= ") + buf + ", got " + v.dump());
+    fail(path, std::string("expected a number <= ") + buf + ", got " + json_preview(v));
   }
   return d;
 }
@@ -110,7 +222,8 @@ double StrictJson::number(const nlohmann::json& parent, const char* key, const s
 int64_t StrictJson::integer_value(const nlohmann::json& v, const std::string& path,
                                   int64_t min_value, int64_t max_value) const {
   if (!(v.is_number_integer() || v.is_number_unsigned()))
-    fail(path, "expected an integer, got " + type_name(v) + " " + v.dump());
+    fail(path, "expected an integer, got " +
+                   (v.is_structured() ? json_preview(v) : type_name(v) + " " + json_preview(v)));
   if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
     fail(path, "integer out of range");
   int64_t x = v.get<int64_t>();
