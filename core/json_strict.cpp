@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
+#include <string_view>
 #include <vector>
 
 namespace gdp {
@@ -163,18 +165,34 @@ void StrictJson::check_keys(const nlohmann::json& obj, const std::string& path,
                             std::initializer_list<const char*> required,
                             std::initializer_list<const char*> optional) const {
   if (!obj.is_object()) fail(path, "expected an object, got " + type_name(obj));
-  for (const char* k : required)
-    if (!obj.contains(k)) fail(json_path(path, k), "missing required key");
-  for (auto it = obj.begin(); it != obj.end(); ++it) {
-    const std::string& k = it.key();
-    auto eq = [&](const char* s) { return k == s; };
-    if (std::none_of(required.begin(), required.end(), eq) &&
-        std::none_of(optional.begin(), optional.end(), eq)) {
-      std::string allowed;
-      for (const char* s : required) allowed += std::string(allowed.empty() ? "" : ", ") + s;
-      for (const char* s : optional) allowed += std::string(allowed.empty() ? "" : ", ") + s;
-      fail(json_path(path, k.c_str()), "unknown key (expected one of: " + allowed + ")");
+  // One pass over the object's keys (sorted), each compared by length first: this runs for
+  // every op of a million-op graph. Reports the first missing required key (in `required`
+  // order), else the first unknown key.
+  constexpr size_t kMaxNames = 64;
+  std::string_view names[kMaxNames];
+  const size_t num_required = required.size(), num_names = required.size() + optional.size();
+  if (num_names > kMaxNames) throw std::logic_error("check_keys: too many key names");
+  size_t n = 0;
+  for (const char* k : required) names[n++] = k;
+  for (const char* k : optional) names[n++] = k;
+  uint64_t found = 0;  // bit i: required key i seen
+  const std::string* unknown = nullptr;
+  for (const auto& [k, v] : obj.get_ref<const nlohmann::json::object_t&>()) {
+    size_t i = 0;
+    while (i < num_names && names[i] != k) ++i;
+    if (i == num_names) {
+      if (!unknown) unknown = &k;
+    } else if (i < num_required) {
+      found |= uint64_t{1} << i;
     }
+  }
+  for (size_t i = 0; i < num_required; ++i)
+    if (!(found >> i & 1)) fail(json_path(path, required.begin()[i]), "missing required key");
+  if (unknown) {
+    std::string allowed;
+    for (const char* s : required) allowed += std::string(allowed.empty() ? "" : ", ") + s;
+    for (const char* s : optional) allowed += std::string(allowed.empty() ? "" : ", ") + s;
+    fail(json_path(path, unknown->c_str()), "unknown key (expected one of: " + allowed + ")");
   }
 }
 
@@ -216,7 +234,12 @@ double StrictJson::number_value(const nlohmann::json& v, const std::string& path
 
 double StrictJson::number(const nlohmann::json& parent, const char* key, const std::string& path,
                           double min_value, double max_value) const {
-  return number_value(parent.at(key), json_path(path, key), min_value, max_value);
+  const auto& v = parent.at(key);
+  if (v.is_number()) {  // the common case, without building the path
+    const double d = v.get<double>();
+    if (std::isfinite(d) && d >= min_value && d <= max_value) return d;
+  }
+  return number_value(v, json_path(path, key), min_value, max_value);
 }
 
 int64_t StrictJson::integer_value(const nlohmann::json& v, const std::string& path,
@@ -235,7 +258,14 @@ int64_t StrictJson::integer_value(const nlohmann::json& v, const std::string& pa
 
 int64_t StrictJson::integer(const nlohmann::json& parent, const char* key, const std::string& path,
                             int64_t min_value, int64_t max_value) const {
-  return integer_value(parent.at(key), json_path(path, key), min_value, max_value);
+  const auto& v = parent.at(key);
+  if (v.is_number_unsigned()) {  // the common case, without building the path
+    const uint64_t u = v.get<uint64_t>();
+    if (u <= static_cast<uint64_t>(INT64_MAX) && static_cast<int64_t>(u) >= min_value &&
+        static_cast<int64_t>(u) <= max_value)
+      return static_cast<int64_t>(u);
+  }
+  return integer_value(v, json_path(path, key), min_value, max_value);
 }
 
 bool StrictJson::boolean(const nlohmann::json& parent, const char* key,
