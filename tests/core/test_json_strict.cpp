@@ -109,6 +109,57 @@ Graph sample_graph(int n, uint64_t seed) {
   return g;
 }
 
+// The writer as it was (one ordered_json per op, dumped): the reference for graph_to_json.
+std::string reference_graph_to_json(const Graph& g) {
+  using ojson = nlohmann::ordered_json;
+  std::string out;
+  ojson head;
+  head["format"] = "gdp-graph";
+  head["version"] = kGraphFormatVersion;
+  head["name"] = g.name;
+  std::string h = head.dump();
+  out += h.substr(0, h.size() - 1);
+  out += ",\n\"ops\": [\n";
+  for (int32_t i = 0; i < g.num_ops(); ++i) {
+    const Op& o = g.op(i);
+    ojson j;
+    j["id"] = o.id;
+    j["name"] = o.name;
+    j["type"] = o.type;
+    if (!o.scope.empty()) j["scope"] = o.scope;
+    j["phase"] = phase_name(o.phase);
+    ojson outs = ojson::array();
+    for (const auto& t : o.outputs)
+      outs.push_back(ojson{{"shape", t.shape}, {"dtype", dtype_name(t.dtype)}, {"bytes", t.bytes}});
+    j["outputs"] = std::move(outs);
+    j["flops"] = o.flops;
+    j["bytes_accessed"] = o.bytes_accessed;
+    if (o.param_bytes) j["param_bytes"] = o.param_bytes;
+    if (o.temp_bytes) j["temp_bytes"] = o.temp_bytes;
+    if (!o.measured.empty()) {
+      ojson ms = ojson::array();
+      for (const auto& m : o.measured)
+        ms.push_back(ojson{{"device_kind", m.device_kind}, {"time_s", m.time_s}});
+      j["measured"] = std::move(ms);
+    }
+    if (!o.colocation.empty()) j["colocation"] = o.colocation;
+    out += "  " + j.dump() + ((i + 1 < g.num_ops()) ? ",\n" : "\n");
+  }
+  out += "],\n\"edges\": [\n";
+  const auto& es = g.edges();
+  for (size_t e = 0; e < es.size(); ++e) {
+    const Edge& ed = es[e];
+    ojson j;
+    j["src"] = g.op(ed.src).id;
+    j["dst"] = g.op(ed.dst).id;
+    if (ed.src_output) j["output"] = ed.src_output;
+    if (ed.bytes != g.op(ed.src).outputs[ed.src_output].bytes) j["bytes"] = ed.bytes;
+    out += "  " + j.dump() + ((e + 1 < es.size()) ? ",\n" : "\n");
+  }
+  out += "]}\n";
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("core/json_strict repeated keys are rejected in any one object", "[core]") {
@@ -358,4 +409,39 @@ TEST_CASE("core/reader: fast path and reference agree on every mutation of a sma
   const std::string text = base.dump();
   for (size_t n = 0; n < text.size(); n += 7) check_same_as_reference(text.substr(0, n));
   CHECK(cases > 3000);
+}
+
+TEST_CASE("core/writer: graph_to_json writes what dumping each op as ordered_json wrote",
+          "[core]") {
+  const Graph g = sample_graph(2000, 5);
+  CHECK(graph_to_json(g) == reference_graph_to_json(g));
+  // Strings that need escaping or UTF-8 checks, numbers in every notation, extreme integers.
+  Graph odd;
+  odd.name = "tab\there \"q\" back\\slash \x01 \x7f caf\xc3\xa9 \xe2\x82\xac";
+  const std::vector<double> numbers = {
+      0,    -0.0, 0.1,      1.0 / 3, 1e-300, 1e300,  5e-5,          1e15,
+      1e16, 1e17, 4.9e-324, 1e-4,    1e-5,   2.5e-7, 123456789.125, 1.7976931348623157e308};
+  for (size_t i = 0; i < numbers.size(); ++i) {
+    Op o;
+    o.id = i == 0 ? INT64_MAX : static_cast<int64_t>(i) - 3;
+    o.name = i % 2 ? "n\n" + std::to_string(i) : "\xf0\x9f\x98\x80_" + std::to_string(i);
+    o.type = "T\\";
+    o.scope = i % 3 ? "" : "s/\"" + std::to_string(i);
+    o.outputs.push_back({{INT64_MAX, 0, 1}, DType::boolean, INT64_MIN});
+    o.flops = numbers[i];
+    o.bytes_accessed = numbers[numbers.size() - 1 - i];
+    o.param_bytes = i % 2 ? -1 : 0;
+    o.temp_bytes = static_cast<int64_t>(i);
+    o.measured.push_back({"k\x1f", numbers[i]});
+    o.colocation = i % 2 ? "" : "\xc3\xa9";
+    odd.add_op(o);
+  }
+  odd.add_edge(0, 0, 1, 5);
+  odd.add_edge(1, 0, 2, INT64_MIN);
+  CHECK(graph_to_json(odd) == reference_graph_to_json(odd));
+  Op bad;  // invalid UTF-8: both throw nlohmann's error
+  bad.name = "\xff";
+  odd.add_op(bad);
+  CHECK_THROWS_AS(graph_to_json(odd), nlohmann::json::type_error);
+  CHECK_THROWS_AS(reference_graph_to_json(odd), nlohmann::json::type_error);
 }
