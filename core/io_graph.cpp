@@ -21,18 +21,18 @@ using nlohmann::json;
 std::string read_text_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw InputError(path + ": cannot open file for reading");
-  // One read into a string of the file's size (a 300 MB graph is read once, not copied twice);
-  // a stream without a size (a pipe) is read in chunks.
+  // A regular file is read at once into a string of its size (a 300 MB graph is not copied
+  // twice); anything else (a pipe), or what a growing file adds, is read in chunks.
   std::string text;
-  f.seekg(0, std::ios::end);
-  const std::streamoff size = f.tellg();
-  f.seekg(0, std::ios::beg);
-  if (size > 0 && f) {
+  std::error_code ec;
+  const uintmax_t size =
+      std::filesystem::is_regular_file(path, ec) ? std::filesystem::file_size(path, ec) : 0;
+  if (!ec && size > 0) {
     text.resize(static_cast<size_t>(size));
-    f.read(text.data(), size);
+    f.read(text.data(), static_cast<std::streamsize>(size));
     text.resize(static_cast<size_t>(f.gcount()));
+    f.clear();
   }
-  f.clear();
   char buf[65536];
   while (f.read(buf, sizeof buf) || f.gcount() > 0)
     text.append(buf, static_cast<size_t>(f.gcount()));

@@ -22,9 +22,9 @@ constexpr double kMaxNumber = 1e30;
 // fewer than 10 levels); deeper input is an InputError, not a stack overflow later.
 constexpr int kMaxJsonDepth = 256;
 
-// A short description of a value for error messages, never longer than ~80 characters and
-// never recursive: "an array of 3 items", "an object of 2 keys", a string or number cut
-// to 60 characters ("\"abc...\" (5000 bytes)"), null, true, false.
+// A short description of a value for error messages, bounded and never recursive: "an array
+// of 3 items", "an object of 2 keys", a string cut to its first 60 bytes, then escaped
+// ("\"abc...\" (5000 bytes)"), a number, null, true, false.
 std::string json_preview(const nlohmann::json& v);
 
 class StrictJson {
