@@ -29,7 +29,11 @@ enum class GraphFileFormat : uint8_t { gdp_json, pipedream };
 // imports a PipeDream profile with `pipedream`, and reports what it found in *format.
 Graph read_graph_file(const std::string& path, const PipeDreamOptions& pipedream = {},
                       GraphFileFormat* format = nullptr);
+// parse_graph_json reads a valid graph straight from the parser's events (linear time, no
+// DOM); on any invalid input it defers to parse_graph_json_reference, which builds the DOM and
+// names the first error. Both give the same graph or the same message for every input.
 Graph parse_graph_json(const std::string& text, const std::string& source_name);
+Graph parse_graph_json_reference(const std::string& text, const std::string& source_name);
 std::string graph_to_json(const Graph& g);  // deterministic text, round-trips exactly
 void write_graph_file(const Graph& g, const std::string& path);
 

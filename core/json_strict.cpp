@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
+#include <string_view>
 #include <vector>
 
 namespace gdp {
@@ -14,33 +16,145 @@ std::string type_name(const nlohmann::json& v) {
   if (v.is_number_float()) return "number";
   return v.type_name();
 }
+
+// The 1-based byte offset of the bracket that opens level `max_depth + 1`. Only called after
+// the parser has read that far, so the text before it is valid JSON.
+size_t first_too_deep_byte(const std::string& text, int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return i + 1;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return text.size();
+}
+
+// Builds the DOM from nlohmann's SAX events, as nlohmann's own DOM parser does, and adds the
+// strict checks: a key repeated in one object (one map look-up per key, no callback parser:
+// that one rescans the enclosing container at every object end, which made reading
+// quadratic), and a nesting cap (deeper values would overflow the stack of every recursive
+// function that walks a DOM: dump, copy, comparison).
+class StrictDomBuilder {
+ public:
+  using json = nlohmann::json;
+
+  StrictDomBuilder(json& root, const std::string& text, const std::string& source)
+      : root_(root), text_(text), source_(source) {}
+
+  bool null() { return put(nullptr); }
+  bool boolean(bool b) { return put(b); }
+  bool number_integer(json::number_integer_t x) { return put(x); }
+  bool number_unsigned(json::number_unsigned_t x) { return put(x); }
+  bool number_float(json::number_float_t x, const json::string_t&) { return put(x); }
+  bool string(json::string_t& s) { return put(std::move(s)); }
+  bool binary(json::binary_t& b) { return put(json::binary(std::move(b))); }
+
+  bool start_object(std::size_t) { return open(json::value_t::object); }
+  bool key(json::string_t& k) {
+    auto [it, inserted] = open_.back()->get_ref<json::object_t&>().try_emplace(std::move(k));
+    if (!inserted)
+      throw InputError(source_ + ": invalid JSON: key \"" + it->first +
+                       "\" appears twice in one object");
+    slot_ = &it->second;
+    return true;
+  }
+  bool end_object() {
+    open_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) { return open(json::value_t::array); }
+  bool end_array() {
+    open_.pop_back();
+    return true;
+  }
+
+  bool parse_error(std::size_t, const std::string&, const json::exception& e) {
+    if (const auto* pe = dynamic_cast<const json::parse_error*>(&e))
+      throw InputError(source_ + ": invalid JSON at byte " + std::to_string(pe->byte) + ": " +
+                       pe->what());
+    throw InputError(source_ + ": invalid JSON: " + e.what());  // e.g. number overflow (1e999)
+  }
+
+ private:
+  // Stores a value where the grammar says it goes; returns where it was stored.
+  template <class T>
+  json* place(T&& v) {
+    if (open_.empty()) {
+      root_ = json(std::forward<T>(v));
+      return &root_;
+    }
+    json& parent = *open_.back();
+    if (parent.is_array()) {
+      auto& a = parent.get_ref<json::array_t&>();
+      a.emplace_back(std::forward<T>(v));
+      return &a.back();
+    }
+    *slot_ = json(std::forward<T>(v));
+    return slot_;
+  }
+  template <class T>
+  bool put(T&& v) {
+    place(std::forward<T>(v));
+    return true;
+  }
+  bool open(json::value_t t) {
+    if (open_.size() >= static_cast<size_t>(kMaxJsonDepth))
+      throw InputError(source_ + ": invalid JSON at byte " +
+                       std::to_string(first_too_deep_byte(text_, kMaxJsonDepth)) +
+                       ": arrays and objects nested deeper than " + std::to_string(kMaxJsonDepth) +
+                       " levels");
+    open_.push_back(place(t));
+    return true;
+  }
+
+  json& root_;
+  const std::string& text_;
+  const std::string& source_;
+  std::vector<json*> open_;  // the open arrays and objects, innermost last
+  json* slot_ = nullptr;     // the value of the key just read
+};
 }  // namespace
 
-nlohmann::json StrictJson::parse(const std::string& text) const {
-  // Keys seen in each open object, innermost last: a repeated key would otherwise silently
-  // replace the earlier value.
-  std::vector<std::vector<std::string>> open_keys;
-  auto cb = [&](int, nlohmann::json::parse_event_t ev, nlohmann::json& parsed) {
-    using E = nlohmann::json::parse_event_t;
-    if (ev == E::object_start) open_keys.emplace_back();
-    else if (ev == E::object_end) open_keys.pop_back();
-    else if (ev == E::key && !open_keys.empty()) {
-      const std::string k = parsed.get<std::string>();
-      auto& seen = open_keys.back();
-      if (std::find(seen.begin(), seen.end(), k) != seen.end())
-        throw InputError(source_ + ": invalid JSON: key \"" + k + "\" appears twice in one object");
-      seen.push_back(k);
-    }
-    return true;
-  };
-  try {
-    return nlohmann::json::parse(text, cb);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(source_ + ": invalid JSON at byte " + std::to_string(e.byte) + ": " +
-                     e.what());
-  } catch (const nlohmann::json::exception& e) {  // e.g. number overflow (1e999)
-    throw InputError(source_ + ": invalid JSON: " + e.what());
+std::string json_preview(const nlohmann::json& v) {
+  constexpr size_t kMaxChars = 60;
+  if (v.is_array())
+    return "an array of " + std::to_string(v.size()) + (v.size() == 1 ? " item" : " items");
+  if (v.is_object())
+    return "an object of " + std::to_string(v.size()) + (v.size() == 1 ? " key" : " keys");
+  if (v.is_binary()) return "binary data";
+  if (v.is_string()) {
+    const auto& s = v.get_ref<const std::string&>();
+    auto quoted = [](const std::string& x) {
+      return nlohmann::json(x).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    };
+    if (s.size() <= kMaxChars) return quoted(s);
+    size_t n = kMaxChars;
+    while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;  // whole UTF-8 chars
+    std::string head = quoted(s.substr(0, n));
+    head.pop_back();  // the closing quote
+    return head + "...\" (" + std::to_string(s.size()) + " bytes)";
   }
+  std::string d = v.dump();  // null, true, false or a number: short
+  if (d.size() > kMaxChars) d = d.substr(0, kMaxChars) + "...";
+  return d;
+}
+
+nlohmann::json StrictJson::parse(const std::string& text) const {
+  nlohmann::json root;
+  StrictDomBuilder builder(root, text, source_);
+  nlohmann::json::sax_parse(text.data(), text.data() + text.size(), &builder);
+  return root;
 }
 
 void StrictJson::fail(const std::string& path, const std::string& what) const {
@@ -51,18 +165,34 @@ void StrictJson::check_keys(const nlohmann::json& obj, const std::string& path,
                             std::initializer_list<const char*> required,
                             std::initializer_list<const char*> optional) const {
   if (!obj.is_object()) fail(path, "expected an object, got " + type_name(obj));
-  for (const char* k : required)
-    if (!obj.contains(k)) fail(json_path(path, k), "missing required key");
-  for (auto it = obj.begin(); it != obj.end(); ++it) {
-    const std::string& k = it.key();
-    auto eq = [&](const char* s) { return k == s; };
-    if (std::none_of(required.begin(), required.end(), eq) &&
-        std::none_of(optional.begin(), optional.end(), eq)) {
-      std::string allowed;
-      for (const char* s : required) allowed += std::string(allowed.empty() ? "" : ", ") + s;
-      for (const char* s : optional) allowed += std::string(allowed.empty() ? "" : ", ") + s;
-      fail(json_path(path, k.c_str()), "unknown key (expected one of: " + allowed + ")");
+  // One pass over the object's keys (sorted), each compared by length first: this runs for
+  // every op of a million-op graph. Reports the first missing required key (in `required`
+  // order), else the first unknown key.
+  constexpr size_t kMaxNames = 64;
+  std::string_view names[kMaxNames];
+  const size_t num_required = required.size(), num_names = required.size() + optional.size();
+  if (num_names > kMaxNames) throw std::logic_error("check_keys: too many key names");
+  size_t n = 0;
+  for (const char* k : required) names[n++] = k;
+  for (const char* k : optional) names[n++] = k;
+  uint64_t found = 0;  // bit i: required key i seen
+  const std::string* unknown = nullptr;
+  for (const auto& [k, v] : obj.get_ref<const nlohmann::json::object_t&>()) {
+    size_t i = 0;
+    while (i < num_names && names[i] != k) ++i;
+    if (i == num_names) {
+      if (!unknown) unknown = &k;
+    } else if (i < num_required) {
+      found |= uint64_t{1} << i;
     }
+  }
+  for (size_t i = 0; i < num_required; ++i)
+    if (!(found >> i & 1)) fail(json_path(path, required.begin()[i]), "missing required key");
+  if (unknown) {
+    std::string allowed;
+    for (const char* s : required) allowed += std::string(allowed.empty() ? "" : ", ") + s;
+    for (const char* s : optional) allowed += std::string(allowed.empty() ? "" : ", ") + s;
+    fail(json_path(path, unknown->c_str()), "unknown key (expected one of: " + allowed + ")");
   }
 }
 
@@ -93,24 +223,30 @@ double StrictJson::number_value(const nlohmann::json& v, const std::string& path
   double d = v.get<double>();
   if (!std::isfinite(d)) fail(path, "expected a finite number");
   if (d < min_value)
-    fail(path, "expected a number >= " + std::to_string(min_value) + ", got " + v.dump());
+    fail(path, "expected a number >= " + std::to_string(min_value) + ", got " + json_preview(v));
   if (d > max_value) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%g", max_value);
-    fail(path, std::string("expected a number <= ") + buf + ", got " + v.dump());
+    fail(path, std::string("expected a number <= ") + buf + ", got " + json_preview(v));
   }
   return d;
 }
 
 double StrictJson::number(const nlohmann::json& parent, const char* key, const std::string& path,
                           double min_value, double max_value) const {
-  return number_value(parent.at(key), json_path(path, key), min_value, max_value);
+  const auto& v = parent.at(key);
+  if (v.is_number()) {  // the common case, without building the path
+    const double d = v.get<double>();
+    if (std::isfinite(d) && d >= min_value && d <= max_value) return d;
+  }
+  return number_value(v, json_path(path, key), min_value, max_value);
 }
 
 int64_t StrictJson::integer_value(const nlohmann::json& v, const std::string& path,
                                   int64_t min_value, int64_t max_value) const {
   if (!(v.is_number_integer() || v.is_number_unsigned()))
-    fail(path, "expected an integer, got " + type_name(v) + " " + v.dump());
+    fail(path, "expected an integer, got " +
+                   (v.is_structured() ? json_preview(v) : type_name(v) + " " + json_preview(v)));
   if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
     fail(path, "integer out of range");
   int64_t x = v.get<int64_t>();
@@ -122,7 +258,14 @@ int64_t StrictJson::integer_value(const nlohmann::json& v, const std::string& pa
 
 int64_t StrictJson::integer(const nlohmann::json& parent, const char* key, const std::string& path,
                             int64_t min_value, int64_t max_value) const {
-  return integer_value(parent.at(key), json_path(path, key), min_value, max_value);
+  const auto& v = parent.at(key);
+  if (v.is_number_unsigned()) {  // the common case, without building the path
+    const uint64_t u = v.get<uint64_t>();
+    if (u <= static_cast<uint64_t>(INT64_MAX) && static_cast<int64_t>(u) >= min_value &&
+        static_cast<int64_t>(u) <= max_value)
+      return static_cast<int64_t>(u);
+  }
+  return integer_value(v, json_path(path, key), min_value, max_value);
 }
 
 bool StrictJson::boolean(const nlohmann::json& parent, const char* key,

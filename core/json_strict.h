@@ -18,12 +18,21 @@ namespace gdp {
 // free of integer overflow: 2^50 bytes (1 PiB) per field, 1e30 for other numbers.
 constexpr int64_t kMaxBytes = int64_t{1} << 50;
 constexpr double kMaxNumber = 1e30;
+// Deepest nesting of arrays and objects that StrictJson::parse accepts (the formats need
+// fewer than 10 levels); deeper input is an InputError, not a stack overflow later.
+constexpr int kMaxJsonDepth = 256;
+
+// A short description of a value for error messages, bounded and never recursive: "an array
+// of 3 items", "an object of 2 keys", a string cut to its first 60 bytes, then escaped
+// ("\"abc...\" (5000 bytes)"), a number, null, true, false.
+std::string json_preview(const nlohmann::json& v);
 
 class StrictJson {
  public:
   explicit StrictJson(std::string source) : source_(std::move(source)) {}
 
-  // Parses text; syntax errors name the byte offset; a key repeated in one object is an error.
+  // Parses text in linear time; syntax errors name the byte offset; a key repeated in one
+  // object and nesting deeper than kMaxJsonDepth are errors.
   nlohmann::json parse(const std::string& text) const;
 
   [[noreturn]] void fail(const std::string& path, const std::string& what) const;

@@ -28,6 +28,6 @@ struct RandomGraphOptions {
 // The training graph (finalized). Deterministic in (family, ops, seed).
 Graph make_random_graph(const RandomGraphOptions& o);
 
-constexpr int64_t kRandomMinOps = 100, kRandomMaxOps = 200000;
+constexpr int64_t kRandomMinOps = 100, kRandomMaxOps = 1000000;
 
 }  // namespace gdp::datasets
