@@ -41,6 +41,20 @@ std::string read_text_file(const std::string& path) {
 }
 
 void write_text_file_atomic(const std::string& path, const std::string& text) {
+  std::error_code sec;
+  const auto st = std::filesystem::status(path, sec);
+  if (!sec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
+    if (std::filesystem::is_directory(st))
+      throw InputError(path + ": is a directory; expected a file path to write");
+    // A device or a pipe (/dev/null, /dev/stdout): written straight through, never replaced
+    // by a rename (which would turn /dev/null into a regular file).
+    std::ofstream f(path, std::ios::binary);
+    if (!f) throw InputError(path + ": cannot open for writing");
+    f << text;
+    f.flush();
+    if (!f) throw InputError(path + ": write error");
+    return;
+  }
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);

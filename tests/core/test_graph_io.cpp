@@ -122,6 +122,19 @@ TEST_CASE("core/graph file write is atomic and readable", "[core]") {
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("core/atomic writes: a device is written through, a directory is refused", "[core]") {
+  namespace fs = std::filesystem;
+  if (fs::is_character_file("/dev/null")) {
+    write_text_file_atomic("/dev/null", "discarded");
+    CHECK(fs::is_character_file("/dev/null"));  // not replaced by a regular file
+  }
+  auto dir = fs::temp_directory_path() / "gdp_core_test_atomic_dir";
+  fs::create_directories(dir);
+  CHECK_THROWS_WITH(write_text_file_atomic(dir.string(), "x"), Catch::Contains("is a directory"));
+  CHECK_THROWS_AS(read_text_file(dir.string()), InputError);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("core/graph topological order and CSR", "[core]") {
   Graph g = random_graph(500, 3);
   std::vector<int> pos(g.num_ops());
