@@ -4,7 +4,6 @@
 // per run into a temporary directory (removed at exit), so the benchmark runs anywhere.
 // Figures and commands: docs/performance.md ("Graph files").
 #include <benchmark/benchmark.h>
-
 #include <unistd.h>
 
 #include <cstdio>

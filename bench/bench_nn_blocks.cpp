@@ -99,7 +99,9 @@ void attention_block(benchmark::State& state, Device device) {
 }
 
 void BM_SageForwardBackward(benchmark::State& state) { sage_block(state, Device::cpu); }
-void BM_SegmentAttentionForwardBackward(benchmark::State& state) { attention_block(state, Device::cpu); }
+void BM_SegmentAttentionForwardBackward(benchmark::State& state) {
+  attention_block(state, Device::cpu);
+}
 
 }  // namespace
 

@@ -2,7 +2,6 @@
 // on v100x8-nvlink under random placements; one simulation on one core, and placements per
 // second through Simulator::step_times with 2 threads. Figures: docs/performance.md.
 #include <benchmark/benchmark.h>
-
 #include <omp.h>
 
 #include <memory>
@@ -10,8 +9,8 @@
 
 #include "core/cluster.h"
 #include "datasets/human.h"
-#include "datasets/registry.h"
 #include "datasets/random_dag.h"
+#include "datasets/registry.h"
 #include "sim/simulator.h"
 
 namespace {
@@ -33,7 +32,8 @@ struct Fixture {
     graph = datasets::make_random_layered_graph(spec);
     cluster = make_cluster_preset("v100x8-nvlink");
     sim = std::make_unique<Simulator>(graph, cluster, CostModel());
-    for (uint64_t s = 0; s < 16; ++s) placements.push_back(datasets::random_placement(graph, cluster.num_devices(), 7 + s));
+    for (uint64_t s = 0; s < 16; ++s)
+      placements.push_back(datasets::random_placement(graph, cluster.num_devices(), 7 + s));
   }
 };
 
@@ -73,8 +73,9 @@ void BM_SimStepTime_Scaling(benchmark::State& state) {
   double sink = 0;
   for (auto _ : state) sink += sim.step_time(p, *st);
   benchmark::DoNotOptimize(sink);
-  state.counters["time_per_op"] = benchmark::Counter(static_cast<double>(spec.num_ops) * state.iterations(),
-                                                   benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["time_per_op"] =
+      benchmark::Counter(static_cast<double>(spec.num_ops) * state.iterations(),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_SimStepTime_Scaling)->Arg(2000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMillisecond);
 

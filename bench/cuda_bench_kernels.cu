@@ -48,7 +48,8 @@ float time_ms(const std::function<void()>& f, int reps = 20) {
 }
 
 // Counts elements outside atol + rtol*|ref|.
-bool close_enough(const std::vector<float>& got, const std::vector<double>& ref, double atol, double rtol) {
+bool close_enough(const std::vector<float>& got, const std::vector<double>& ref, double atol,
+                  double rtol) {
   std::size_t bad = 0;
   for (std::size_t i = 0; i < ref.size(); ++i) {
     double err = std::fabs(double(got[i]) - ref[i]);
@@ -60,8 +61,10 @@ bool close_enough(const std::vector<float>& got, const std::vector<double>& ref,
 
 // Runs one rung: clears out, calls f once, checks out against ref, times f.
 void rung(const char* kernel, const char* version, const std::string& shape, DeviceBuffer& out,
-          const std::vector<double>& ref, double bytes, double atol, double rtol, const std::function<void()>& f) {
-  GDP_CUDA_CHECK(cudaMemset(out.data(), 0xff, out.size() * sizeof(float)));  // NaN: unwritten output fails
+          const std::vector<double>& ref, double bytes, double atol, double rtol,
+          const std::function<void()>& f) {
+  GDP_CUDA_CHECK(
+      cudaMemset(out.data(), 0xff, out.size() * sizeof(float)));  // NaN: unwritten output fails
   f();
   GDP_CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<float> got(out.size());
@@ -159,20 +162,21 @@ void softmax_ladder(int N, int C, std::mt19937& rng) {
   rung("softmax", "v2 warp per row, online (library)", shape, d_y, ref, bytes, 1e-6, 1e-4,
        [&] { softmax_forward(d_y.data(), d_x.data(), N, C); });
   if (C % 4 == 0 && C <= 128 * 4) {
-    rung("softmax", "v3 warp per row, float4 in registers", shape, d_y, ref, bytes, 1e-6, 1e-4, [&] {
-      if (C <= 128)
-        softmax_v3<1><<<rows_grid(N), kRowBlock>>>(d_y.data(), d_x.data(), N, C);
-      else
-        softmax_v3<4><<<rows_grid(N), kRowBlock>>>(d_y.data(), d_x.data(), N, C);
-    });
+    rung("softmax", "v3 warp per row, float4 in registers", shape, d_y, ref, bytes, 1e-6, 1e-4,
+         [&] {
+           if (C <= 128)
+             softmax_v3<1><<<rows_grid(N), kRowBlock>>>(d_y.data(), d_x.data(), N, C);
+           else
+             softmax_v3<4><<<rows_grid(N), kRowBlock>>>(d_y.data(), d_x.data(), N, C);
+         });
   }
 }
 
 // ------------------------------------------------------------------ layer norm ladder
 
 // v1: one thread per row, three passes (mean, variance, write), uncoalesced.
-__global__ void layernorm_v1(float* out, float* mean, float* rstd, const float* x, const float* w, const float* b,
-                             int N, int C, float eps) {
+__global__ void layernorm_v1(float* out, float* mean, float* rstd, const float* x, const float* w,
+                             const float* b, int N, int C, float eps) {
   int row = blockIdx.x * blockDim.x + threadIdx.x;
   if (row >= N) return;
   const float* xr = x + static_cast<std::size_t>(row) * C;
@@ -182,15 +186,16 @@ __global__ void layernorm_v1(float* out, float* mean, float* rstd, const float* 
   float v = 0.0f;
   for (int j = 0; j < C; ++j) v += (xr[j] - m) * (xr[j] - m);
   float rs = rsqrtf(v / C + eps);
-  for (int j = 0; j < C; ++j) out[static_cast<std::size_t>(row) * C + j] = (xr[j] - m) * rs * w[j] + b[j];
+  for (int j = 0; j < C; ++j)
+    out[static_cast<std::size_t>(row) * C + j] = (xr[j] - m) * rs * w[j] + b[j];
   mean[row] = m;
   rstd[row] = rs;
 }
 
 // v3: one warp per row, row in registers as float4 (C % 4 == 0, C <= 128 kVec).
 template <int kVec>
-__global__ void layernorm_v3(float* out, float* mean, float* rstd, const float* x, const float* w, const float* b,
-                             int N, int C, float eps) {
+__global__ void layernorm_v3(float* out, float* mean, float* rstd, const float* x, const float* w,
+                             const float* b, int N, int C, float eps) {
   int row = blockIdx.x * (blockDim.x / kWarp) + threadIdx.x / kWarp;
   int lane = threadIdx.x % kWarp;
   if (row >= N) return;
@@ -228,8 +233,8 @@ __global__ void layernorm_v3(float* out, float* mean, float* rstd, const float* 
     int j = lane + t * kWarp;
     if (j < C4) {
       float4 ww = w4[j], bb = b4[j];
-      yr[j] = make_float4(v[t].x * rs * ww.x + bb.x, v[t].y * rs * ww.y + bb.y, v[t].z * rs * ww.z + bb.z,
-                          v[t].w * rs * ww.w + bb.w);
+      yr[j] = make_float4(v[t].x * rs * ww.x + bb.x, v[t].y * rs * ww.y + bb.y,
+                          v[t].z * rs * ww.z + bb.z, v[t].w * rs * ww.w + bb.w);
     }
   }
   if (lane == 0) {
@@ -240,7 +245,8 @@ __global__ void layernorm_v3(float* out, float* mean, float* rstd, const float* 
 
 void layernorm_ladder(int N, int C, std::mt19937& rng) {
   const float eps = 1e-5f;
-  auto x = random_vec(std::size_t(N) * C, rng, -2.0f, 3.0f), w = random_vec(C, rng), b = random_vec(C, rng);
+  auto x = random_vec(std::size_t(N) * C, rng, -2.0f, 3.0f), w = random_vec(C, rng),
+       b = random_vec(C, rng);
   std::vector<double> ref(x.size());
   for (int i = 0; i < N; ++i) {
     const float* xr = &x[std::size_t(i) * C];
@@ -255,28 +261,31 @@ void layernorm_ladder(int N, int C, std::mt19937& rng) {
   double bytes = 2.0 * x.size() * sizeof(float) + 2.0 * N * sizeof(float);
   std::string shape = "N=" + std::to_string(N) + " C=" + std::to_string(C);
   rung("layernorm", "v1 thread per row, 3 passes", shape, d_y, ref, bytes, 1e-4, 1e-4, [&] {
-    layernorm_v1<<<ceil_div(N, 128), 128>>>(d_y.data(), d_m.data(), d_r.data(), d_x.data(), d_w.data(), d_b.data(),
-                                            N, C, eps);
+    layernorm_v1<<<ceil_div(N, 128), 128>>>(d_y.data(), d_m.data(), d_r.data(), d_x.data(),
+                                            d_w.data(), d_b.data(), N, C, eps);
   });
   rung("layernorm", "v2 warp per row, 3 reads (library)", shape, d_y, ref, bytes, 1e-4, 1e-4, [&] {
-    layernorm_forward(d_y.data(), d_m.data(), d_r.data(), d_x.data(), d_w.data(), d_b.data(), N, C, eps);
+    layernorm_forward(d_y.data(), d_m.data(), d_r.data(), d_x.data(), d_w.data(), d_b.data(), N, C,
+                      eps);
   });
   if (C % 4 == 0 && C <= 128 * 4) {
-    rung("layernorm", "v3 warp per row, float4 in registers", shape, d_y, ref, bytes, 1e-4, 1e-4, [&] {
-      if (C <= 128)
-        layernorm_v3<1><<<rows_grid(N), kRowBlock>>>(d_y.data(), d_m.data(), d_r.data(), d_x.data(), d_w.data(),
-                                                     d_b.data(), N, C, eps);
-      else
-        layernorm_v3<4><<<rows_grid(N), kRowBlock>>>(d_y.data(), d_m.data(), d_r.data(), d_x.data(), d_w.data(),
-                                                     d_b.data(), N, C, eps);
-    });
+    rung("layernorm", "v3 warp per row, float4 in registers", shape, d_y, ref, bytes, 1e-4, 1e-4,
+         [&] {
+           if (C <= 128)
+             layernorm_v3<1><<<rows_grid(N), kRowBlock>>>(
+                 d_y.data(), d_m.data(), d_r.data(), d_x.data(), d_w.data(), d_b.data(), N, C, eps);
+           else
+             layernorm_v3<4><<<rows_grid(N), kRowBlock>>>(
+                 d_y.data(), d_m.data(), d_r.data(), d_x.data(), d_w.data(), d_b.data(), N, C, eps);
+         });
   }
 }
 
 // ------------------------------------------------------------------ segment mean ladder
 
 // v1: one thread per segment looping over all columns: uncoalesced gathers.
-__global__ void segment_mean_v1(float* out, const float* x, const int* row_ptr, const int* col_idx, int R, int C) {
+__global__ void segment_mean_v1(float* out, const float* x, const int* row_ptr, const int* col_idx,
+                                int R, int C) {
   int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= R) return;
   int e0 = row_ptr[r], e1 = row_ptr[r + 1];
@@ -292,7 +301,8 @@ __global__ void segment_mean_v1(float* out, const float* x, const int* row_ptr, 
 // neighbour ids at once and broadcasts them with shuffles, so each neighbour row is one
 // coalesced 16-byte-per-lane read.
 template <int kVec>
-__global__ void segment_mean_v3(float* out, const float* x, const int* row_ptr, const int* col_idx, int R, int C) {
+__global__ void segment_mean_v3(float* out, const float* x, const int* row_ptr, const int* col_idx,
+                                int R, int C) {
   int r = blockIdx.x * (blockDim.x / kWarp) + threadIdx.x / kWarp;
   int lane = threadIdx.x % kWarp;
   if (r >= R) return;
@@ -351,19 +361,26 @@ void segment_mean_ladder(int R, int C, int max_deg, std::mt19937& rng) {
   d_rp.upload(row_ptr.data());
   if (!col_idx.empty()) copy_to_device(d_ci.data(), col_idx.data(), col_idx.size());
   std::size_t E = col_idx.size();
-  double bytes = (double(E) * C + double(R) * C) * sizeof(float) + (double(E) + R + 1) * sizeof(int);
-  std::string shape = "R=" + std::to_string(R) + " C=" + std::to_string(C) + " E=" + std::to_string(E);
-  rung("segment_mean", "v1 thread per segment", shape, d_y, ref, bytes, 1e-5, 1e-5,
-       [&] { segment_mean_v1<<<ceil_div(R, 128), 128>>>(d_y.data(), d_x.data(), d_rp.data(), d_ci.data(), R, C); });
+  double bytes =
+      (double(E) * C + double(R) * C) * sizeof(float) + (double(E) + R + 1) * sizeof(int);
+  std::string shape =
+      "R=" + std::to_string(R) + " C=" + std::to_string(C) + " E=" + std::to_string(E);
+  rung("segment_mean", "v1 thread per segment", shape, d_y, ref, bytes, 1e-5, 1e-5, [&] {
+    segment_mean_v1<<<ceil_div(R, 128), 128>>>(d_y.data(), d_x.data(), d_rp.data(), d_ci.data(), R,
+                                               C);
+  });
   rung("segment_mean", "v2 warp per segment (library)", shape, d_y, ref, bytes, 1e-5, 1e-5,
        [&] { segment_mean_forward(d_y.data(), d_x.data(), d_rp.data(), d_ci.data(), R, C); });
   if (C % 4 == 0 && C <= 128 * 4) {
-    rung("segment_mean", "v3 warp per segment, float4, shuffled ids", shape, d_y, ref, bytes, 1e-5, 1e-5, [&] {
-      if (C <= 128)
-        segment_mean_v3<1><<<rows_grid(R), kRowBlock>>>(d_y.data(), d_x.data(), d_rp.data(), d_ci.data(), R, C);
-      else
-        segment_mean_v3<4><<<rows_grid(R), kRowBlock>>>(d_y.data(), d_x.data(), d_rp.data(), d_ci.data(), R, C);
-    });
+    rung("segment_mean", "v3 warp per segment, float4, shuffled ids", shape, d_y, ref, bytes, 1e-5,
+         1e-5, [&] {
+           if (C <= 128)
+             segment_mean_v3<1><<<rows_grid(R), kRowBlock>>>(d_y.data(), d_x.data(), d_rp.data(),
+                                                             d_ci.data(), R, C);
+           else
+             segment_mean_v3<4><<<rows_grid(R), kRowBlock>>>(d_y.data(), d_x.data(), d_rp.data(),
+                                                             d_ci.data(), R, C);
+         });
   }
 }
 
@@ -371,7 +388,8 @@ void segment_mean_ladder(int R, int C, int max_deg, std::mt19937& rng) {
 
 // v1: one thread per output element, its source found by div/mod; reads stride n1*C
 // floats apart when C is 1 (a plain transpose), so nothing is coalesced then.
-__global__ void swap_axes_v1(float* out, const float* x, std::size_t n, int n0, int B, int n1, int C) {
+__global__ void swap_axes_v1(float* out, const float* x, std::size_t n, int n0, int B, int n1,
+                             int C) {
   std::size_t o = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (o >= n) return;
   std::size_t c = o % C, t = o / C;
@@ -396,8 +414,8 @@ void swap_axes_ladder(int A, int n0, int B, int n1, int C, std::mt19937& rng) {
                 x[(((std::size_t(a) * n0 + i) * B + b) * n1 + j) * C + c];
   DeviceBuffer d_x = upload(x), d_y(n);
   double bytes = 2.0 * n * sizeof(float);
-  std::string shape = "(" + std::to_string(A) + "," + std::to_string(n0) + "," + std::to_string(B) + "," +
-                      std::to_string(n1) + "," + std::to_string(C) + ")";
+  std::string shape = "(" + std::to_string(A) + "," + std::to_string(n0) + "," + std::to_string(B) +
+                      "," + std::to_string(n1) + "," + std::to_string(C) + ")";
   rung("swap_axes", "v1 thread per output, div/mod", shape, d_y, ref, bytes, 0.0, 0.0,
        [&] { swap_axes_v1<<<ceil_div(n, 256), 256>>>(d_y.data(), d_x.data(), n, n0, B, n1, C); });
   rung("swap_axes", "v2 grid-stride; 32x32 smem tiles if C=B=1", shape, d_y, ref, bytes, 0.0, 0.0,
@@ -416,14 +434,16 @@ void rel_shift_bench(int BH, int S, int M, bool full, std::mt19937& rng) {
     for (int i = 0; i < S; ++i)
       for (int j = 0; j < K; ++j) {
         long long p = static_cast<long long>(base) + i - j;
-        if (p >= 0 && p < P) ref[(std::size_t(b) * S + i) * K + j] = scale * bd[(std::size_t(b) * S + i) * P + p];
+        if (p >= 0 && p < P)
+          ref[(std::size_t(b) * S + i) * K + j] = scale * bd[(std::size_t(b) * S + i) * P + p];
       }
   DeviceBuffer d_bd = upload(bd), d_y(nout);
   double bytes = double(nout + nbd) * sizeof(float);
   char shape[64];
   std::snprintf(shape, sizeof shape, "BH=%d S=%d K=%d P=%d", BH, S, K, P);
-  rung("rel_shift", full ? "forward, full-mask base (library)" : "forward, causal base (library)", shape, d_y, ref,
-       bytes, 0.0, 0.0, [&] { rel_shift_forward(d_y.data(), d_bd.data(), BH, S, K, P, base, scale); });
+  rung("rel_shift", full ? "forward, full-mask base (library)" : "forward, causal base (library)",
+       shape, d_y, ref, bytes, 0.0, 0.0,
+       [&] { rel_shift_forward(d_y.data(), d_bd.data(), BH, S, K, P, base, scale); });
 }
 
 // ------------------------------------------------------------------ GEMM and attention
@@ -439,24 +459,30 @@ void gemm_bench(int M, int N, int K, std::mt19937& rng) {
   std::vector<double> ref(std::size_t(check_rows) * N, 0.0);
   for (int i = 0; i < check_rows; ++i)
     for (int k = 0; k < K; ++k)
-      for (int j = 0; j < N; ++j) ref[std::size_t(i) * N + j] += double(A[std::size_t(i) * K + k]) * B[std::size_t(k) * N + j];
+      for (int j = 0; j < N; ++j)
+        ref[std::size_t(i) * N + j] +=
+            double(A[std::size_t(i) * K + k]) * B[std::size_t(k) * N + j];
   bool ok = close_enough(std::vector<float>(C.begin(), C.begin() + ref.size()), ref, 1e-3, 1e-4);
   g_all_ok = g_all_ok && ok;
   float ms = time_ms([&] { gemm(d_C.data(), d_A.data(), d_B.data(), M, N, K, false, false); });
-  std::printf("%-13s %-40s M=%d N=%d K=%-8d %9.4f ms %9.2f TFLOP/s  %s\n", "gemm", "cuBLAS sgemm, row-major", M, N, K,
-              ms, 2.0 * M * N * K / (ms * 1e-3) / 1e12, ok ? "ok" : "MISMATCH");
+  std::printf("%-13s %-40s M=%d N=%d K=%-8d %9.4f ms %9.2f TFLOP/s  %s\n", "gemm",
+              "cuBLAS sgemm, row-major", M, N, K, ms, 2.0 * M * N * K / (ms * 1e-3) / 1e12,
+              ok ? "ok" : "MISMATCH");
 }
 
 // One segment step of the placement network's attention: forward, then backward.
 void attention_bench(int BH, int Tq, int Tm, int D, std::mt19937& rng) {
   int Tk = Tm + Tq;
-  std::size_t nq = std::size_t(BH) * Tq * D, nk = std::size_t(BH) * Tk * D, na = std::size_t(BH) * Tq * Tk;
-  auto q = random_vec(nq, rng), k = random_vec(nk, rng), v = random_vec(nk, rng), bias = random_vec(na, rng);
-  DeviceBuffer d_q = upload(q), d_k = upload(k), d_v = upload(v), d_bias = upload(bias), d_g = upload(q);
+  std::size_t nq = std::size_t(BH) * Tq * D, nk = std::size_t(BH) * Tk * D,
+              na = std::size_t(BH) * Tq * Tk;
+  auto q = random_vec(nq, rng), k = random_vec(nk, rng), v = random_vec(nk, rng),
+       bias = random_vec(na, rng);
+  DeviceBuffer d_q = upload(q), d_k = upload(k), d_v = upload(v), d_bias = upload(bias),
+               d_g = upload(q);
   DeviceBuffer d_out(nq), d_att(na), d_scr(na), d_dq(nq), d_dk(nk), d_dv(nk), d_db(na);
   // check the output of query row 0 of head 0 (causal: sees memory + itself)
-  attention_forward(d_out.data(), d_att.data(), d_q.data(), d_k.data(), d_v.data(), d_bias.data(), BH, Tq, Tk, D,
-                    true);
+  attention_forward(d_out.data(), d_att.data(), d_q.data(), d_k.data(), d_v.data(), d_bias.data(),
+                    BH, Tq, Tk, D, true);
   std::vector<float> out(nq);
   d_out.download(out.data());
   std::vector<double> ref(D, 0.0);
@@ -478,19 +504,21 @@ void attention_bench(int BH, int Tq, int Tm, int D, std::mt19937& rng) {
   g_all_ok = g_all_ok && ok;
   double gemm_flops = 2.0 * 2.0 * BH * Tq * Tk * D;  // QK^T and PV
   float fwd = time_ms([&] {
-    attention_forward(d_out.data(), d_att.data(), d_q.data(), d_k.data(), d_v.data(), d_bias.data(), BH, Tq, Tk, D,
-                      true);
+    attention_forward(d_out.data(), d_att.data(), d_q.data(), d_k.data(), d_v.data(), d_bias.data(),
+                      BH, Tq, Tk, D, true);
   });
   float bwd = time_ms([&] {
-    attention_backward(d_dq.data(), d_dk.data(), d_dv.data(), d_db.data(), d_scr.data(), d_g.data(), d_q.data(),
-                       d_k.data(), d_v.data(), d_att.data(), BH, Tq, Tk, D);
+    attention_backward(d_dq.data(), d_dk.data(), d_dv.data(), d_db.data(), d_scr.data(), d_g.data(),
+                       d_q.data(), d_k.data(), d_v.data(), d_att.data(), BH, Tq, Tk, D);
   });
   char shape[64];
   std::snprintf(shape, sizeof shape, "BH=%d Tq=%d Tk=%d D=%d", BH, Tq, Tk, D);
-  std::printf("%-13s %-40s %-22s %9.4f ms %9.2f TFLOP/s  %s\n", "attention", "forward (cuBLAS + mask/softmax)", shape,
-              fwd, gemm_flops / (fwd * 1e-3) / 1e12, ok ? "ok" : "MISMATCH");
-  std::printf("%-13s %-40s %-22s %9.4f ms %9.2f TFLOP/s\n", "attention", "backward (4 GEMMs + softmax bwd)", shape,
-              bwd, 2.0 * gemm_flops / (bwd * 1e-3) / 1e12);
+  std::printf("%-13s %-40s %-22s %9.4f ms %9.2f TFLOP/s  %s\n", "attention",
+              "forward (cuBLAS + mask/softmax)", shape, fwd, gemm_flops / (fwd * 1e-3) / 1e12,
+              ok ? "ok" : "MISMATCH");
+  std::printf("%-13s %-40s %-22s %9.4f ms %9.2f TFLOP/s\n", "attention",
+              "backward (4 GEMMs + softmax bwd)", shape, bwd,
+              2.0 * gemm_flops / (bwd * 1e-3) / 1e12);
 }
 
 }  // namespace
@@ -505,9 +533,9 @@ int main() {
     std::printf("device: %s\n", cuda_device_name(0).c_str());
     std::printf("%-13s %-40s %-22s %12s %14s\n", "kernel", "version", "shape", "time", "rate");
     std::mt19937 rng(2024);
-    softmax_ladder(50000, 128, rng);      // node-feature rows
-    softmax_ladder(4 * 256, 512, rng);    // attention scores: 4 heads x 256 queries x 512 keys
-    softmax_ladder(4097, 1000, rng);      // odd row count, C not a multiple of 128
+    softmax_ladder(50000, 128, rng);    // node-feature rows
+    softmax_ladder(4 * 256, 512, rng);  // attention scores: 4 heads x 256 queries x 512 keys
+    softmax_ladder(4097, 1000, rng);    // odd row count, C not a multiple of 128
     layernorm_ladder(50000, 128, rng);
     layernorm_ladder(4 * 256, 512, rng);
     segment_mean_ladder(50000, 128, 8, rng);
@@ -517,14 +545,15 @@ int main() {
     swap_axes_ladder(4, 1000, 8, 7, 3, rng);     // general swap, small C
     rel_shift_bench(4 * 8, 256, 256, false, rng);
     rel_shift_bench(4 * 8, 256, 256, true, rng);
-    gemm_bench(50000, 128, 128, rng);     // node-embedding linear layer
-    gemm_bench(4096, 4096, 4096, rng);    // square reference point
+    gemm_bench(50000, 128, 128, rng);   // node-embedding linear layer
+    gemm_bench(4096, 4096, 4096, rng);  // square reference point
     attention_bench(4, 256, 256, 32, rng);
     synchronize();
   } catch (const std::exception& e) {
     std::printf("cuda_bench_kernels: %s\n", e.what());
     return 1;
   }
-  std::printf(g_all_ok ? "ALL VERSIONS MATCH THE CPU REFERENCE\n" : "SOME VERSIONS MISMATCH (see above)\n");
+  std::printf(g_all_ok ? "ALL VERSIONS MATCH THE CPU REFERENCE\n"
+                       : "SOME VERSIONS MISMATCH (see above)\n");
   return g_all_ok ? 0 : 1;
 }

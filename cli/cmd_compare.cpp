@@ -5,10 +5,9 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <utility>
-
-#include <nlohmann/json.hpp>
 
 #include "cli/args.h"
 #include "cli/commands.h"
@@ -33,7 +32,8 @@ std::vector<std::string> split_commas(const std::string& s) {
 }  // namespace
 
 int cmd_compare(int argc, char** argv) {
-  Args a(argc, argv, {"--suite", "--methods", "--profile", "--baseline", "--seed", "--samples", "--seconds"},
+  Args a(argc, argv,
+         {"--suite", "--methods", "--profile", "--baseline", "--seed", "--samples", "--seconds"},
          {"--json", "--references"});
   if (a.help()) {
     std::string known;
@@ -46,7 +46,8 @@ int cmd_compare(int argc, char** argv) {
         "  --suite S     suite file (default datasets/suites/smoke.json)\n"
         "  --methods M   comma-separated methods (default single,round-robin,human); known:\n"
         "                %s\n"
-        "  --baseline M  one of the methods; speed-ups are relative to it (default single, else the\n"
+        "  --baseline M  one of the methods; speed-ups are relative to it (default single, else "
+        "the\n"
         "                first method)\n"
         "  --references  also simulate the reference placements the suite lists\n"
         "  --seed S      seed of every method (default 1)\n"
@@ -108,8 +109,10 @@ int cmd_compare(int argc, char** argv) {
         const eval::Record* r = find(i, col);
         nlohmann::ordered_json cj;
         cj["valid"] = r && r->valid();
-        if (r && r->valid()) cj["step_time_s"] = r->step_time_s;
-        else cj["reason"] = r ? r->reason : std::string("n/a");
+        if (r && r->valid())
+          cj["step_time_s"] = r->step_time_s;
+        else
+          cj["reason"] = r ? r->reason : std::string("n/a");
         if (r) cj["validity"] = eval::validity_name(r->validity);
         cells[col] = cj;
       }
@@ -120,8 +123,8 @@ int cmd_compare(int argc, char** argv) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::printf("suite %s: %zu graphs; simulated step time in ms (x: speed-up over %s)\n\n", suite_path.c_str(),
-              entries.size(), baseline.c_str());
+  std::printf("suite %s: %zu graphs; simulated step time in ms (x: speed-up over %s)\n\n",
+              suite_path.c_str(), entries.size(), baseline.c_str());
   std::printf("%-30s %8s %-16s", "graph", "ops", "cluster");
   for (const auto& c : columns) std::printf(" %20s", c.c_str());
   std::printf("\n");
@@ -132,13 +135,19 @@ int cmd_compare(int argc, char** argv) {
     for (const auto& col : columns) {
       const eval::Record* r = find(i, col);
       char buf[64];
-      if (!r) std::snprintf(buf, sizeof buf, "-");
-      else if (r->validity == eval::Validity::out_of_memory) std::snprintf(buf, sizeof buf, "OOM");
-      else if (r->validity == eval::Validity::method_failed) std::snprintf(buf, sizeof buf, "failed");
-      else if (!r->valid()) std::snprintf(buf, sizeof buf, "invalid");
+      if (!r)
+        std::snprintf(buf, sizeof buf, "-");
+      else if (r->validity == eval::Validity::out_of_memory)
+        std::snprintf(buf, sizeof buf, "OOM");
+      else if (r->validity == eval::Validity::method_failed)
+        std::snprintf(buf, sizeof buf, "failed");
+      else if (!r->valid())
+        std::snprintf(buf, sizeof buf, "invalid");
       else if (base && base->valid())
-        std::snprintf(buf, sizeof buf, "%.2f (%.2fx)", r->step_time_s * 1e3, base->step_time_s / r->step_time_s);
-      else std::snprintf(buf, sizeof buf, "%.2f", r->step_time_s * 1e3);
+        std::snprintf(buf, sizeof buf, "%.2f (%.2fx)", r->step_time_s * 1e3,
+                      base->step_time_s / r->step_time_s);
+      else
+        std::snprintf(buf, sizeof buf, "%.2f", r->step_time_s * 1e3);
       std::printf(" %20s", buf);
     }
     std::printf("\n");
@@ -148,8 +157,10 @@ int cmd_compare(int argc, char** argv) {
   for (const auto& col : columns) {
     const eval::GeoMean gm = eval::geomean_speedup(records, col, baseline);
     char buf[32];
-    if (gm.n) std::snprintf(buf, sizeof buf, "%.3fx (%d)", gm.value, gm.n);
-    else std::snprintf(buf, sizeof buf, "-");
+    if (gm.n)
+      std::snprintf(buf, sizeof buf, "%.3fx (%d)", gm.value, gm.n);
+    else
+      std::snprintf(buf, sizeof buf, "-");
     std::printf(" %20s", buf);
   }
   std::printf("\n");

@@ -33,7 +33,8 @@ int cmd_convert(int argc, char** argv) {
                      " is a gdp-graph JSON file (its optimizer state is in the file)");
   if (a.has("--name")) g.name = a.get("--name");
   write_graph_file(g, out);
-  std::fprintf(stderr, "wrote %s: %d ops, %lld edges\n", out.c_str(), g.num_ops(), (long long)g.num_edges());
+  std::fprintf(stderr, "wrote %s: %d ops, %lld edges\n", out.c_str(), g.num_ops(),
+               (long long)g.num_edges());
   return 0;
 }
 

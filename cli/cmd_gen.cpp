@@ -67,7 +67,8 @@ int cmd_gen(int argc, char** argv) {
     }
     return 0;
   }
-  if (a.positional().size() != 1) throw UsageError("expected exactly one MODEL argument (see --help)");
+  if (a.positional().size() != 1)
+    throw UsageError("expected exactly one MODEL argument (see --help)");
   if (a.has("-o") && a.has("--output")) throw UsageError("give -o or --output, not both");
   const std::string out = a.has("-o") ? a.get("-o") : a.require("--output");
   if (out.empty()) throw UsageError("the output path is empty");
@@ -83,9 +84,10 @@ int cmd_gen(int argc, char** argv) {
   Graph g = datasets::generate(model, given);
   write_graph_file(g, out);
   GraphSummary s = g.summary();
-  std::printf("%s: %s, %lld ops (forward %lld, backward %lld, update %lld), %lld edges, %.4g flops\n",
-              out.c_str(), g.name.c_str(), (long long)s.ops, (long long)s.ops_forward,
-              (long long)s.ops_backward, (long long)s.ops_update, (long long)s.edges, s.flops);
+  std::printf(
+      "%s: %s, %lld ops (forward %lld, backward %lld, update %lld), %lld edges, %.4g flops\n",
+      out.c_str(), g.name.c_str(), (long long)s.ops, (long long)s.ops_forward,
+      (long long)s.ops_backward, (long long)s.ops_update, (long long)s.edges, s.flops);
   return 0;
 }
 

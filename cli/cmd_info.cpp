@@ -1,7 +1,6 @@
 // `gdp info G [--json]`: op and edge counts, flops split by phase, parameters (count, weight
 // bytes, optimizer state bytes) and activation bytes.
 #include <cstdio>
-
 #include <nlohmann/json.hpp>
 
 #include "cli/args.h"
@@ -25,7 +24,8 @@ int cmd_info(int argc, char** argv) {
         "           temp_bytes, colocation_groups, depth)\n");
     return 0;
   }
-  if (a.positional().size() != 1) throw UsageError("expected exactly one GRAPH argument (see --help)");
+  if (a.positional().size() != 1)
+    throw UsageError("expected exactly one GRAPH argument (see --help)");
   Graph g = read_graph_file(a.positional()[0]);
   GraphSummary s = g.summary();
   if (a.has("--json")) {
@@ -51,8 +51,9 @@ int cmd_info(int argc, char** argv) {
   }
   auto pct = [&](double x) { return s.flops > 0 ? 100.0 * x / s.flops : 0.0; };
   std::printf("graph            %s\n", g.name.c_str());
-  std::printf("ops              %lld (forward %lld, backward %lld, update %lld)\n", (long long)s.ops,
-              (long long)s.ops_forward, (long long)s.ops_backward, (long long)s.ops_update);
+  std::printf("ops              %lld (forward %lld, backward %lld, update %lld)\n",
+              (long long)s.ops, (long long)s.ops_forward, (long long)s.ops_backward,
+              (long long)s.ops_update);
   std::printf("edges            %lld\n", (long long)s.edges);
   std::printf("depth            %lld ops on the longest path\n", (long long)s.depth);
   std::printf("flops            %.4g (forward %.1f%%, backward %.1f%%, update %.1f%%)\n", s.flops,
@@ -62,7 +63,8 @@ int cmd_info(int argc, char** argv) {
               s.parameter_bytes / 1048576.0);
   std::printf("optimizer bytes  %lld (%.2f MiB)\n", (long long)s.optimizer_bytes,
               s.optimizer_bytes / 1048576.0);
-  std::printf("activation bytes %lld (%.2f MiB)\n", (long long)s.activation_bytes, s.activation_bytes / 1048576.0);
+  std::printf("activation bytes %lld (%.2f MiB)\n", (long long)s.activation_bytes,
+              s.activation_bytes / 1048576.0);
   std::printf("colocation groups %lld\n", (long long)s.colocation_groups);
   return 0;
 }

@@ -1,13 +1,12 @@
 // `gdp place`: runs one placement method from the registry (place/registry.h) on a graph and
 // a cluster, prints the simulated step time, validity, wall time and samples used, and
 // writes the placement. `gdp place --list` shows every method with its options.
-#include <cmath>
-#include <cstdio>
-#include <string>
-
 #include <unistd.h>
 
+#include <cmath>
+#include <cstdio>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "cli/args.h"
 #include "cli/commands.h"
@@ -27,7 +26,8 @@ place::ProgressFn progress_printer() {
     if (*last >= 0 && p.wall_s - *last < 0.5) return;
     *last = p.wall_s;
     char best[32] = "-";
-    if (std::isfinite(p.best_step_s)) std::snprintf(best, sizeof best, "%.4g ms", p.best_step_s * 1e3);
+    if (std::isfinite(p.best_step_s))
+      std::snprintf(best, sizeof best, "%.4g ms", p.best_step_s * 1e3);
     std::fprintf(stderr, "\r%s: %lld samples, %.1f s, best %s", p.method.c_str(),
                  static_cast<long long>(p.samples), p.wall_s, best);
     if (p.fraction >= 0) std::fprintf(stderr, " (%.0f%%)", 100 * p.fraction);
@@ -77,7 +77,8 @@ int cmd_place(int argc, char** argv) {
   }
   if (a.has("-o") && a.has("--output")) throw UsageError("give -o or --output, not both");
   const std::string out = a.has("-o") ? a.get("-o") : a.get("--output");
-  if ((a.has("-o") || a.has("--output")) && out.empty()) throw UsageError("the output path is empty");
+  if ((a.has("-o") || a.has("--output")) && out.empty())
+    throw UsageError("the output path is empty");
   // Usage first (method, options, budget), then the inputs.
   const std::string method = a.require("--method");
   nlohmann::json user_options;
@@ -116,8 +117,10 @@ int cmd_place(int argc, char** argv) {
     j["seed"] = seed;
     j["valid"] = r.valid();
     j["validity"] = eval::validity_name(r.validity);
-    if (r.valid()) j["step_time_s"] = r.step_time_s;
-    else j["step_time_s"] = nullptr;
+    if (r.valid())
+      j["step_time_s"] = r.step_time_s;
+    else
+      j["step_time_s"] = nullptr;
     j["reason"] = r.reason;
     j["samples"] = res.report.samples;
     j["wall_s"] = res.report.wall_s;
@@ -127,8 +130,8 @@ int cmd_place(int argc, char** argv) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  const std::string head = (out.empty() ? std::string() : out + ": ") + method + " placement (" +
-                           res.report.note + ")";
+  const std::string head =
+      (out.empty() ? std::string() : out + ": ") + method + " placement (" + res.report.note + ")";
   if (r.valid())
     std::printf("%s, simulated step %.6g s\n", head.c_str(), r.step_time_s);
   else

@@ -27,7 +27,8 @@ std::string method_list() {
 }  // namespace
 
 int cmd_simulate(int argc, char** argv) {
-  Args a(argc, argv, {"--graph", "--cluster", "--placement", "--trace", "--profile", "--queue"}, {"--json"});
+  Args a(argc, argv, {"--graph", "--cluster", "--placement", "--trace", "--profile", "--queue"},
+         {"--json"});
   if (a.help()) {
     std::printf(
         "usage: gdp simulate --graph G --cluster C --placement P [--trace T.json] [--json]\n"
@@ -41,7 +42,8 @@ int cmd_simulate(int argc, char** argv) {
         "  --trace T.json  write a Chrome trace (open in Perfetto / chrome://tracing)\n"
         "  --profile F     device profile JSON for the cost model (default: built-in)\n"
         "  --queue Q       ready-queue order per device: fifo (default) or topo\n"
-        "  --json          print one JSON object (step_time_s, valid, reason, devices, links, ...)\n"
+        "  --json          print one JSON object (step_time_s, valid, reason, devices, links, "
+        "...)\n"
         "Exit status: 0 also for an invalid placement (see 'valid'); 1 bad input; 2 bad usage.\n",
         method_list().c_str());
     return 0;
@@ -53,9 +55,12 @@ int cmd_simulate(int argc, char** argv) {
   Placement p = placement_from_arg(a.require("--placement"), g, c, cost);
   SimOptions opt;
   std::string q = a.get("--queue", "fifo");
-  if (q == "fifo") opt.queue_policy = QueuePolicy::fifo;
-  else if (q == "topo") opt.queue_policy = QueuePolicy::topo_priority;
-  else throw UsageError("--queue expects fifo or topo, got '" + q + "'");
+  if (q == "fifo")
+    opt.queue_policy = QueuePolicy::fifo;
+  else if (q == "topo")
+    opt.queue_policy = QueuePolicy::topo_priority;
+  else
+    throw UsageError("--queue expects fifo or topo, got '" + q + "'");
   opt.record_trace = a.has("--trace");
   Simulator sim(g, c, cost, opt);
   SimResult r = sim.run(p);
@@ -64,7 +69,8 @@ int cmd_simulate(int argc, char** argv) {
     std::printf("%s\n", sim_result_to_json(r, c, g).c_str());
     return 0;
   }
-  std::printf("graph %s (%d ops) on %s (%d devices)\n", g.name.c_str(), g.num_ops(), c.name.c_str(), c.num_devices());
+  std::printf("graph %s (%d ops) on %s (%d devices)\n", g.name.c_str(), g.num_ops(), c.name.c_str(),
+              c.num_devices());
   if (!r.valid) {
     std::printf("INVALID placement: %s\n", r.reason.c_str());
     return 0;
@@ -74,11 +80,13 @@ int cmd_simulate(int argc, char** argv) {
   for (int32_t d = 0; d < c.num_devices(); ++d) {
     const DeviceStats& s = r.devices[d];
     std::printf("%-14s %6d %12.6f %9.1f%% %14.1f\n", c.devices[d].name.c_str(), s.ops, s.busy_s,
-                r.step_time_s > 0 ? 100 * s.busy_s / r.step_time_s : 0.0, s.peak_memory_bytes / 1048576.0);
+                r.step_time_s > 0 ? 100 * s.busy_s / r.step_time_s : 0.0,
+                s.peak_memory_bytes / 1048576.0);
   }
   int64_t moved = 0;
   for (int64_t b : r.link_bytes) moved += b;
-  std::printf("bytes over links %lld; critical path %zu ops\n", (long long)moved, r.critical_path.size());
+  std::printf("bytes over links %lld; critical path %zu ops\n", (long long)moved,
+              r.critical_path.size());
   return 0;
 }
 

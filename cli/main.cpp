@@ -27,7 +27,8 @@ const Command kCommands[] = {
 };
 
 void usage(FILE* f) {
-  std::fprintf(f, "usage: gdp <command> [options]   (gdp <command> --help for details)\n\ncommands:\n");
+  std::fprintf(
+      f, "usage: gdp <command> [options]   (gdp <command> --help for details)\n\ncommands:\n");
   for (const auto& c : kCommands) std::fprintf(f, "  %-10s %s\n", c.name, c.summary);
 }
 

@@ -31,18 +31,20 @@ void Cluster::finalize() {
   if (devices.empty()) throw InputError(who + ": expected at least one device");
   const int32_t nn = num_nodes();
   for (int32_t i = 0; i < nn; ++i) {
-    if (node_name(i).empty()) throw InputError(who + ": node #" + std::to_string(i) + " has an empty name");
+    if (node_name(i).empty())
+      throw InputError(who + ": node #" + std::to_string(i) + " has an empty name");
     for (int32_t j = 0; j < i; ++j)
       if (node_name(i) == node_name(j))
         throw InputError(who + ": duplicate node name '" + node_name(i) + "'");
   }
   for (const DeviceSpec& d : devices) {
     if (!(d.peak_fp32_flops > 0) || !(d.mem_bandwidth_Bps > 0) || d.memory_bytes <= 0 ||
-        !(d.peak_fp16_flops > 0) || !(d.launch_overhead_s >= 0) || !std::isfinite(d.peak_fp32_flops) ||
-        !std::isfinite(d.peak_fp16_flops) || !std::isfinite(d.mem_bandwidth_Bps) ||
-        !std::isfinite(d.launch_overhead_s))
-      throw InputError(who + ": device '" + d.name +
-                       "' needs positive finite peak flop/s, bandwidth and memory, launch overhead >= 0");
+        !(d.peak_fp16_flops > 0) || !(d.launch_overhead_s >= 0) ||
+        !std::isfinite(d.peak_fp32_flops) || !std::isfinite(d.peak_fp16_flops) ||
+        !std::isfinite(d.mem_bandwidth_Bps) || !std::isfinite(d.launch_overhead_s))
+      throw InputError(
+          who + ": device '" + d.name +
+          "' needs positive finite peak flop/s, bandwidth and memory, launch overhead >= 0");
   }
   for (size_t l = 0; l < links.size(); ++l) {
     const LinkSpec& k = links[l];
@@ -88,7 +90,8 @@ void Cluster::finalize() {
     for (int32_t d = 0; d < D; ++d) {
       if (d == s) continue;
       if (hops[d] < 0)
-        throw InputError(who + ": no route from '" + devices[s].name + "' to '" + devices[d].name + "'");
+        throw InputError(who + ": no route from '" + devices[s].name + "' to '" + devices[d].name +
+                         "'");
       std::vector<int32_t>& r = routes_[static_cast<size_t>(s) * D + d];
       for (int32_t v = d; v != s;) {
         int32_t dl = via[v];
@@ -119,12 +122,9 @@ struct KindSheet {
 
 // Dense datasheet figures (../shared/MISSION.md). K80 is one GK210 die (half a board).
 constexpr KindSheet kSheets[] = {
-    {"K80", 4.37, 4.37, 240, 12, 0, 6.5, 7.0},
-    {"P100", 10.6, 21.2, 732, 16, 160, 12, 12.5},
-    {"V100", 15.7, 125, 900, 16, 300, 12, 12.5},
-    {"A100", 19.5, 312, 2039, 80, 600, 25, 25},
-    {"H100", 67, 989, 3350, 80, 900, 50, 50},
-    {"H200", 67, 989, 4800, 141, 900, 50, 50},
+    {"K80", 4.37, 4.37, 240, 12, 0, 6.5, 7.0},   {"P100", 10.6, 21.2, 732, 16, 160, 12, 12.5},
+    {"V100", 15.7, 125, 900, 16, 300, 12, 12.5}, {"A100", 19.5, 312, 2039, 80, 600, 25, 25},
+    {"H100", 67, 989, 3350, 80, 900, 50, 50},    {"H200", 67, 989, 4800, 141, 900, 50, 50},
 };
 
 char ascii_upper(char c) { return (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c; }
@@ -158,7 +158,8 @@ int32_t add_switch(Cluster& c, const std::string& n) {
 void wire_nvlink(Cluster& c, const KindSheet& s, int32_t first, int32_t count) {
   double per_pair = (s.nvlink_GBps / 2) * kG / std::max(1, count - 1);
   for (int32_t i = first; i < first + count; ++i)
-    for (int32_t j = i + 1; j < first + count; ++j) c.links.push_back({i, j, per_pair, 10 * kUs});  // framework + peer-copy launch per transfer
+    for (int32_t j = i + 1; j < first + count; ++j)
+      c.links.push_back({i, j, per_pair, 10 * kUs});  // framework + peer-copy launch per transfer
 }
 
 // Devices [first, first+count) under PCIe switches (4 GPUs each) below a host root complex.
@@ -229,8 +230,7 @@ bool parse_preset_name(std::string_view s, PresetName* out) {
 std::string quoted_preset(const std::string& preset) {
   constexpr size_t kShown = 64;
   if (preset.size() <= kShown) return "'" + preset + "'";
-  return "'" + preset.substr(0, kShown) + "...' (" + std::to_string(preset.size()) +
-         " characters)";
+  return "'" + preset.substr(0, kShown) + "...' (" + std::to_string(preset.size()) + " characters)";
 }
 
 }  // namespace
@@ -246,8 +246,8 @@ std::vector<std::string> cluster_preset_kinds() {
 }
 
 std::vector<std::string> cluster_preset_examples() {
-  return {"k80x2-pcie",    "k80x4-pcie",    "p100x4-pcie",   "p100x4-nvlink", "v100x2-nvlink",
-          "v100x4-nvlink", "v100x8-nvlink", "v100x4-pcie",   "a100x8-nvlink", "h100x8-nvlink",
+  return {"k80x2-pcie",    "k80x4-pcie",    "p100x4-pcie",  "p100x4-nvlink", "v100x2-nvlink",
+          "v100x4-nvlink", "v100x8-nvlink", "v100x4-pcie",  "a100x8-nvlink", "h100x8-nvlink",
           "h100x16-2node", "h200x8-nvlink", "v100x16-4node"};
 }
 
@@ -284,13 +284,16 @@ Cluster make_cluster_preset(const std::string& preset) {
   const int32_t per_node = static_cast<int32_t>(count / nodes);
   for (int32_t i = 0; i < count; ++i) {
     DeviceSpec d = device_from_sheet(*s);
-    d.name = nodes > 1 ? "node" + std::to_string(i / per_node) + "/gpu" + std::to_string(i % per_node)
-                       : "gpu" + std::to_string(i);
+    d.name = nodes > 1
+                 ? "node" + std::to_string(i / per_node) + "/gpu" + std::to_string(i % per_node)
+                 : "gpu" + std::to_string(i);
     c.devices.push_back(d);
   }
   if (!m.multi_node) {
-    if (topo == "nvlink") wire_nvlink(c, *s, 0, per_node);
-    else wire_pcie(c, *s, 0, per_node, "");
+    if (topo == "nvlink")
+      wire_nvlink(c, *s, 0, per_node);
+    else
+      wire_pcie(c, *s, 0, per_node, "");
   } else {
     // Per node: NVLink inside (GPUs reach the node's NIC over PCIe) or a PCIe tree whose host
     // holds the NIC; the NICs meet at a network switch.

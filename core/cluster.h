@@ -9,13 +9,13 @@
 namespace gdp {
 
 struct DeviceSpec {
-  std::string name;             // unique, e.g. "gpu0"
-  std::string kind;             // e.g. "V100"; matches MeasuredTime::device_kind and profiles
-  double peak_fp32_flops = 0;   // flop/s
-  double peak_fp16_flops = 0;   // flop/s (tensor cores where the device has them)
-  double mem_bandwidth_Bps = 0; // device memory bandwidth, bytes/s
-  int64_t memory_bytes = 0;     // capacity
-  double launch_overhead_s = 0; // per-op fixed cost (kernel launch + framework)
+  std::string name;              // unique, e.g. "gpu0"
+  std::string kind;              // e.g. "V100"; matches MeasuredTime::device_kind and profiles
+  double peak_fp32_flops = 0;    // flop/s
+  double peak_fp16_flops = 0;    // flop/s (tensor cores where the device has them)
+  double mem_bandwidth_Bps = 0;  // device memory bandwidth, bytes/s
+  int64_t memory_bytes = 0;      // capacity
+  double launch_overhead_s = 0;  // per-op fixed cost (kernel launch + framework)
 };
 
 // A full-duplex link between two nodes. Nodes 0..D-1 are the devices, D.. are switches.
@@ -38,7 +38,7 @@ class Cluster {
   int32_t num_directed_links() const { return 2 * static_cast<int32_t>(links.size()); }
   std::string node_name(int32_t node) const;
   std::string directed_link_name(int32_t dlink) const;  // "gpu0->pcie0"
-  int32_t find_node(const std::string& name) const;      // -1 when absent
+  int32_t find_node(const std::string& name) const;     // -1 when absent
 
   // Validates (names unique, links in range, positive bandwidth, every device pair
   // connected) and computes the routes. Throws InputError.
@@ -55,9 +55,9 @@ class Cluster {
 
 // Presets from datasheets: "v100x4-nvlink", "k80x2-pcie", "h100x16-2node", ...
 // Grammar: <kind>x<count>-<topology>, topology in {nvlink, pcie, <N>node}.
-std::vector<std::string> cluster_preset_kinds();       // k80, p100, v100, a100, h100, h200
-std::vector<std::string> cluster_preset_examples();    // a list for `gdp cluster --list`
-Cluster make_cluster_preset(const std::string& preset); // throws InputError with the grammar
-DeviceSpec device_preset(const std::string& kind);      // throws InputError
+std::vector<std::string> cluster_preset_kinds();         // k80, p100, v100, a100, h100, h200
+std::vector<std::string> cluster_preset_examples();      // a list for `gdp cluster --list`
+Cluster make_cluster_preset(const std::string& preset);  // throws InputError with the grammar
+DeviceSpec device_preset(const std::string& kind);       // throws InputError
 
 }  // namespace gdp

@@ -88,14 +88,15 @@ void Graph::finalize() {
   for (int32_t i = 0; i < n; ++i) {
     const Op& o = ops_[i];
     if (o.name.empty()) throw GraphError("op #" + std::to_string(i) + " has an empty name");
-    if (!by_name_.emplace(o.name, i).second)
-      throw GraphError("duplicate op name '" + o.name + "'");
+    if (!by_name_.emplace(o.name, i).second) throw GraphError("duplicate op name '" + o.name + "'");
   }
   for (size_t e = 0; e < edges_.size(); ++e) {
     const Edge& ed = edges_[e];
     if (ed.src < 0 || ed.src >= n || ed.dst < 0 || ed.dst >= n)
       throw GraphError("edge #" + std::to_string(e) + " refers to a missing op");
-    if (ed.src == ed.dst) throw GraphError("edge #" + std::to_string(e) + " is a self-loop on op '" + ops_[ed.src].name + "'");
+    if (ed.src == ed.dst)
+      throw GraphError("edge #" + std::to_string(e) + " is a self-loop on op '" +
+                       ops_[ed.src].name + "'");
     const Op& s = ops_[ed.src];
     if (ed.src_output < 0 || ed.src_output >= static_cast<int32_t>(s.outputs.size()))
       throw GraphError("edge #" + std::to_string(e) + " from op '" + s.name + "' uses output " +
@@ -118,7 +119,8 @@ void Graph::finalize() {
   out_eids_.assign(edges_.size(), 0);
   in_eids_.assign(edges_.size(), 0);
   {
-    std::vector<int64_t> o(out_ptr_.begin(), out_ptr_.end() - 1), in(in_ptr_.begin(), in_ptr_.end() - 1);
+    std::vector<int64_t> o(out_ptr_.begin(), out_ptr_.end() - 1),
+        in(in_ptr_.begin(), in_ptr_.end() - 1);
     for (size_t e = 0; e < edges_.size(); ++e) {
       out_eids_[o[edges_[e].src]++] = static_cast<int64_t>(e);
       in_eids_[in[edges_[e].dst]++] = static_cast<int64_t>(e);
@@ -148,7 +150,8 @@ void Graph::finalize() {
         where = ops_[i].name;
         break;
       }
-    throw GraphError("graph '" + name + "' has a cycle (through op '" + where + "'); expected a DAG");
+    throw GraphError("graph '" + name + "' has a cycle (through op '" + where +
+                     "'); expected a DAG");
   }
   finalized_ = true;
 }
@@ -204,9 +207,18 @@ GraphSummary Graph::summary() const {
   for (const Op& o : ops_) {
     s.flops += o.flops;
     switch (o.phase) {
-      case Phase::forward: s.flops_forward += o.flops; ++s.ops_forward; break;
-      case Phase::backward: s.flops_backward += o.flops; ++s.ops_backward; break;
-      case Phase::update: s.flops_update += o.flops; ++s.ops_update; break;
+      case Phase::forward:
+        s.flops_forward += o.flops;
+        ++s.ops_forward;
+        break;
+      case Phase::backward:
+        s.flops_backward += o.flops;
+        ++s.ops_backward;
+        break;
+      case Phase::update:
+        s.flops_update += o.flops;
+        ++s.ops_update;
+        break;
     }
     // Saturating: a finalized graph's sums are bounded (kMaxGraphBytes), others may not be.
     s.parameters = add_saturated(s.parameters, o.parameters());

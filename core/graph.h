@@ -45,22 +45,22 @@ struct MeasuredTime {
 };
 
 struct Op {
-  int64_t id = 0;         // user-visible id (unique, non-negative); ops are stored densely
-  std::string name;       // unique
-  std::string type;       // "MatMul", "Conv2D", "Relu", ...
-  std::string scope;      // name scope, e.g. "encoder/layer_2"
+  int64_t id = 0;     // user-visible id (unique, non-negative); ops are stored densely
+  std::string name;   // unique
+  std::string type;   // "MatMul", "Conv2D", "Relu", ...
+  std::string scope;  // name scope, e.g. "encoder/layer_2"
   Phase phase = Phase::forward;
   std::vector<TensorSpec> outputs;
-  double flops = 0;           // floating point operations
-  double bytes_accessed = 0;  // bytes read + written from device memory
+  double flops = 0;                    // floating point operations
+  double bytes_accessed = 0;           // bytes read + written from device memory
   std::vector<MeasuredTime> measured;  // optional per device kind
   // Resident on the op's device for the whole step: the trainable weights it holds and their
   // optimizer state (e.g. Adam's m and v), kept apart so that parameters can be counted.
   int64_t param_bytes = 0;         // weights only
   int64_t optimizer_bytes = 0;     // optimizer state of those weights
   DType param_dtype = DType::f32;  // element type of the weights
-  int64_t temp_bytes = 0;     // scratch, alive only while the op runs
-  std::string colocation;     // empty = none; ops of one group must share a device
+  int64_t temp_bytes = 0;          // scratch, alive only while the op runs
+  std::string colocation;          // empty = none; ops of one group must share a device
 
   int64_t resident_bytes() const { return param_bytes + optimizer_bytes; }
   // Parameter scalars held (weights / element size, rounded down).
@@ -102,7 +102,10 @@ class Graph {
 
   int32_t add_op(Op op);  // returns the dense index
   void add_edge(int32_t src, int32_t src_output, int32_t dst, int64_t bytes);
-  void add_edge(const Edge& e) { edges_.push_back(e); finalized_ = false; }
+  void add_edge(const Edge& e) {
+    edges_.push_back(e);
+    finalized_ = false;
+  }
 
   // Throws GraphError with a message naming the problem (op names, not just indices).
   void finalize();
@@ -111,7 +114,10 @@ class Graph {
   int32_t num_ops() const { return static_cast<int32_t>(ops_.size()); }
   int64_t num_edges() const { return static_cast<int64_t>(edges_.size()); }
   const std::vector<Op>& ops() const { return ops_; }
-  std::vector<Op>& mutable_ops() { finalized_ = false; return ops_; }
+  std::vector<Op>& mutable_ops() {
+    finalized_ = false;
+    return ops_;
+  }
   const Op& op(int32_t i) const { return ops_[i]; }
   const std::vector<Edge>& edges() const { return edges_; }
 

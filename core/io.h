@@ -55,7 +55,7 @@ void write_placement_file(const Placement& p, const Graph& g, int32_t num_device
                           const std::string& path);
 
 // Utilities shared by the readers and the CLI.
-std::string read_text_file(const std::string& path);          // throws InputError
+std::string read_text_file(const std::string& path);  // throws InputError
 void write_text_file_atomic(const std::string& path, const std::string& text);
 
 }  // namespace gdp

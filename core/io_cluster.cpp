@@ -119,14 +119,17 @@ Placement read_placement_file(const std::string& path, const Graph& g, int32_t n
     p.device[op] = static_cast<int32_t>(sj.integer_value(it.value(), q, 0, nd - 1));
   }
   for (int32_t i = 0; i < g.num_ops(); ++i)
-    if (p.device[i] < 0) sj.fail("placement", "op \"" + g.op(i).name + "\" has no device; expected every op of the graph");
+    if (p.device[i] < 0)
+      sj.fail("placement",
+              "op \"" + g.op(i).name + "\" has no device; expected every op of the graph");
   return p;
 }
 
 std::string placement_to_json(const Placement& p, const Graph& g, int32_t num_devices) {
-  std::string out = "{\"format\": \"gdp-placement\", \"version\": " + std::to_string(kPlacementFormatVersion) +
-                    ", \"graph\": " + json(g.name).dump() + ", \"devices\": " + std::to_string(num_devices) +
-                    ",\n\"placement\": {\n";
+  std::string out =
+      "{\"format\": \"gdp-placement\", \"version\": " + std::to_string(kPlacementFormatVersion) +
+      ", \"graph\": " + json(g.name).dump() + ", \"devices\": " + std::to_string(num_devices) +
+      ",\n\"placement\": {\n";
   for (int32_t i = 0; i < g.num_ops(); ++i) {
     out += "  " + json(g.op(i).name).dump() + ": " + std::to_string(p.device[i]);
     out += (i + 1 < g.num_ops()) ? ",\n" : "\n";
@@ -135,7 +138,8 @@ std::string placement_to_json(const Placement& p, const Graph& g, int32_t num_de
   return out;
 }
 
-void write_placement_file(const Placement& p, const Graph& g, int32_t num_devices, const std::string& path) {
+void write_placement_file(const Placement& p, const Graph& g, int32_t num_devices,
+                          const std::string& path) {
   write_text_file_atomic(path, placement_to_json(p, g, num_devices));
 }
 

@@ -1,5 +1,7 @@
 // The native graph JSON format (docs/formats.md): strict reader, deterministic writer, and
 // format detection between native JSON and PipeDream profiles.
+#include <unistd.h>
+
 #include <charconv>
 #include <cstdio>
 #include <filesystem>
@@ -7,8 +9,6 @@
 #include <optional>
 #include <string_view>
 #include <unordered_map>
-
-#include <unistd.h>
 
 #include "core/error.h"
 #include "core/io.h"
@@ -320,10 +320,9 @@ class FastGraphReader {
   static constexpr std::string_view kRootKeys[] = {"format", "version", "name", "ops", "edges"};
   enum { kFormat, kVersion, kName, kOps, kEdges };
   static constexpr std::string_view kOpKeys[] = {
-      "id",          "name",       "type",     "phase",          "outputs",
-      "flops",       "bytes_accessed",         "scope",          "param_bytes",
-      "optimizer_bytes",           "param_dtype",                "temp_bytes",
-      "measured",    "colocation"};
+      "id",          "name",           "type",     "phase",       "outputs",
+      "flops",       "bytes_accessed", "scope",    "param_bytes", "optimizer_bytes",
+      "param_dtype", "temp_bytes",     "measured", "colocation"};
   enum {
     kOpId,
     kOpName,
@@ -473,7 +472,8 @@ Graph parse_graph_json_reference(const std::string& text, const std::string& sou
     op.type = sj.string(jo, "type", p);
     std::string ph = sj.string(jo, "phase", p);
     if (!parse_phase(ph, &op.phase))
-      sj.fail(json_path(p, "phase"), "expected \"forward\", \"backward\" or \"update\", got \"" + ph + "\"");
+      sj.fail(json_path(p, "phase"),
+              "expected \"forward\", \"backward\" or \"update\", got \"" + ph + "\"");
     const json& outs = sj.array(jo, "outputs", p);
     for (size_t k = 0; k < outs.size(); ++k) {
       const std::string q = json_path(json_path(p, "outputs"), k);
@@ -484,7 +484,8 @@ Graph parse_graph_json_reference(const std::string& text, const std::string& sou
         t.shape.push_back(sj.integer_value(shape[d], json_path(json_path(q, "shape"), d)));
       std::string dt = sj.string(outs[k], "dtype", q);
       if (!parse_dtype(dt, &t.dtype))
-        sj.fail(json_path(q, "dtype"), "expected one of f32, f16, bf16, f64, i32, i64, u8, bool; got \"" + dt + "\"");
+        sj.fail(json_path(q, "dtype"),
+                "expected one of f32, f16, bf16, f64, i32, i64, u8, bool; got \"" + dt + "\"");
       t.bytes = sj.integer(outs[k], "bytes", q, 0, kMaxBytes);
       op.outputs.push_back(std::move(t));
     }
@@ -503,7 +504,9 @@ Graph parse_graph_json_reference(const std::string& text, const std::string& sou
     if (jo.contains("temp_bytes")) op.temp_bytes = sj.integer(jo, "temp_bytes", p, 0, kMaxBytes);
     if (jo.contains("colocation")) {
       op.colocation = sj.string(jo, "colocation", p);
-      if (op.colocation.empty()) sj.fail(json_path(p, "colocation"), "expected a non-empty group name (omit the key for none)");
+      if (op.colocation.empty())
+        sj.fail(json_path(p, "colocation"),
+                "expected a non-empty group name (omit the key for none)");
     }
     if (jo.contains("measured")) {
       const json& ms = sj.array(jo, "measured", p);
@@ -515,7 +518,8 @@ Graph parse_graph_json_reference(const std::string& text, const std::string& sou
         mt.time_s = sj.number(ms[k], "time_s", q, 0, 1e6);
         for (const auto& prev : op.measured)
           if (prev.device_kind == mt.device_kind)
-            sj.fail(json_path(q, "device_kind"), "duplicate device kind \"" + mt.device_kind + "\"");
+            sj.fail(json_path(q, "device_kind"),
+                    "duplicate device kind \"" + mt.device_kind + "\"");
         op.measured.push_back(mt);
       }
     }
@@ -534,7 +538,8 @@ Graph parse_graph_json_reference(const std::string& text, const std::string& sou
     auto resolve = [&](const char* key) {
       int64_t id = sj.integer(je, key, p);
       auto it = by_id.find(id);
-      if (it == by_id.end()) sj.fail(json_path(p, key), "refers to missing op id " + std::to_string(id));
+      if (it == by_id.end())
+        sj.fail(json_path(p, key), "refers to missing op id " + std::to_string(id));
       return it->second;
     };
     Edge ed;
@@ -546,9 +551,11 @@ Graph parse_graph_json_reference(const std::string& text, const std::string& sou
     if (je.contains("output"))
       ed.src_output = static_cast<int32_t>(sj.integer(je, "output", p, 0, INT32_MAX));
     if (ed.src_output >= static_cast<int32_t>(s.outputs.size()))
-      sj.fail(json_path(p, "output"), "op \"" + s.name + "\" has " + std::to_string(s.outputs.size()) +
+      sj.fail(json_path(p, "output"), "op \"" + s.name + "\" has " +
+                                          std::to_string(s.outputs.size()) +
                                           " outputs; expected an index below that");
-    ed.bytes = je.contains("bytes") ? sj.integer(je, "bytes", p, 0, kMaxBytes) : s.outputs[ed.src_output].bytes;
+    ed.bytes = je.contains("bytes") ? sj.integer(je, "bytes", p, 0, kMaxBytes)
+                                    : s.outputs[ed.src_output].bytes;
     g.add_edge(ed);
   }
   try {
@@ -614,44 +621,44 @@ std::string graph_to_json(const Graph& g) {
   for (int32_t i = 0; i < g.num_ops(); ++i) {
     const Op& o = g.op(i);
     utf8_checked(g, "op #" + std::to_string(i) + " (id " + std::to_string(o.id) + ")", [&] {
-    out += "  {\"id\":";
-    append_json(out, o.id);
-    append_member(out, "name", o.name);
-    append_member(out, "type", o.type);
-    if (!o.scope.empty()) append_member(out, "scope", o.scope);
-    append_member(out, "phase", std::string(phase_name(o.phase)));
-    out += ",\"outputs\":[";
-    for (size_t k = 0; k < o.outputs.size(); ++k) {
-      const TensorSpec& t = o.outputs[k];
-      out += k ? ",{\"shape\":[" : "{\"shape\":[";
-      for (size_t d = 0; d < t.shape.size(); ++d) {
-        if (d) out += ',';
-        append_json(out, t.shape[d]);
-      }
-      out += ']';
-      append_member(out, "dtype", std::string(dtype_name(t.dtype)));
-      append_member(out, "bytes", t.bytes);
-      out += '}';
-    }
-    out += ']';
-    append_member(out, "flops", o.flops);
-    append_member(out, "bytes_accessed", o.bytes_accessed);
-    if (o.param_bytes) append_member(out, "param_bytes", o.param_bytes);
-    if (o.optimizer_bytes) append_member(out, "optimizer_bytes", o.optimizer_bytes);
-    if (o.param_dtype != DType::f32)
-      append_member(out, "param_dtype", std::string(dtype_name(o.param_dtype)));
-    if (o.temp_bytes) append_member(out, "temp_bytes", o.temp_bytes);
-    if (!o.measured.empty()) {
-      out += ",\"measured\":[";
-      for (size_t k = 0; k < o.measured.size(); ++k) {
-        out += k ? ",{\"device_kind\":" : "{\"device_kind\":";
-        append_json(out, o.measured[k].device_kind);
-        append_member(out, "time_s", o.measured[k].time_s);
+      out += "  {\"id\":";
+      append_json(out, o.id);
+      append_member(out, "name", o.name);
+      append_member(out, "type", o.type);
+      if (!o.scope.empty()) append_member(out, "scope", o.scope);
+      append_member(out, "phase", std::string(phase_name(o.phase)));
+      out += ",\"outputs\":[";
+      for (size_t k = 0; k < o.outputs.size(); ++k) {
+        const TensorSpec& t = o.outputs[k];
+        out += k ? ",{\"shape\":[" : "{\"shape\":[";
+        for (size_t d = 0; d < t.shape.size(); ++d) {
+          if (d) out += ',';
+          append_json(out, t.shape[d]);
+        }
+        out += ']';
+        append_member(out, "dtype", std::string(dtype_name(t.dtype)));
+        append_member(out, "bytes", t.bytes);
         out += '}';
       }
       out += ']';
-    }
-    if (!o.colocation.empty()) append_member(out, "colocation", o.colocation);
+      append_member(out, "flops", o.flops);
+      append_member(out, "bytes_accessed", o.bytes_accessed);
+      if (o.param_bytes) append_member(out, "param_bytes", o.param_bytes);
+      if (o.optimizer_bytes) append_member(out, "optimizer_bytes", o.optimizer_bytes);
+      if (o.param_dtype != DType::f32)
+        append_member(out, "param_dtype", std::string(dtype_name(o.param_dtype)));
+      if (o.temp_bytes) append_member(out, "temp_bytes", o.temp_bytes);
+      if (!o.measured.empty()) {
+        out += ",\"measured\":[";
+        for (size_t k = 0; k < o.measured.size(); ++k) {
+          out += k ? ",{\"device_kind\":" : "{\"device_kind\":";
+          append_json(out, o.measured[k].device_kind);
+          append_member(out, "time_s", o.measured[k].time_s);
+          out += '}';
+        }
+        out += ']';
+      }
+      if (!o.colocation.empty()) append_member(out, "colocation", o.colocation);
     });
     out += (i + 1 < g.num_ops()) ? "},\n" : "}\n";
   }
@@ -688,7 +695,8 @@ Graph read_graph_file(const std::string& path, const PipeDreamOptions& pipedream
     if (format) *format = GraphFileFormat::pipedream;
     return parse_pipedream(text, path, pipedream);
   }
-  throw InputError(path + ": unrecognized graph format: expected a gdp-graph JSON object or a "
+  throw InputError(path +
+                   ": unrecognized graph format: expected a gdp-graph JSON object or a "
                    "PipeDream profile (lines 'nodeN -- <layer> -- forward_compute_time=...')");
 }
 

@@ -217,8 +217,8 @@ std::string StrictJson::string(const nlohmann::json& parent, const char* key,
   return v.get<std::string>();
 }
 
-double StrictJson::number_value(const nlohmann::json& v, const std::string& path,
-                                double min_value, double max_value) const {
+double StrictJson::number_value(const nlohmann::json& v, const std::string& path, double min_value,
+                                double max_value) const {
   if (!v.is_number()) fail(path, "expected a number, got " + type_name(v));
   double d = v.get<double>();
   if (!std::isfinite(d)) fail(path, "expected a finite number");
@@ -277,7 +277,8 @@ bool StrictJson::boolean(const nlohmann::json& parent, const char* key,
 
 void StrictJson::check_header(const nlohmann::json& root, const char* format, int version) const {
   if (!root.is_object()) fail("", "expected a JSON object, got " + type_name(root));
-  if (!root.contains("format")) fail("format", std::string("missing required key (expected \"") + format + "\")");
+  if (!root.contains("format"))
+    fail("format", std::string("missing required key (expected \"") + format + "\")");
   std::string f = string(root, "format", "");
   if (f != format) fail("format", std::string("expected \"") + format + "\", got \"" + f + "\"");
   if (!root.contains("version")) fail("version", "missing required key");

@@ -6,9 +6,8 @@
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/error.h"
 

@@ -2,11 +2,11 @@
 // Transformer-XL segment step): cuBLAS strided-batched GEMMs for QK^T, PV and the
 // backward products, plus one warp-per-row kernel for bias + mask + softmax and one for
 // its backward. Derivation: docs/cuda.md.
-#include "cuda/common.cuh"
-#include "cuda/kernels.h"
-
 #include <cfloat>
 #include <cmath>
+
+#include "cuda/common.cuh"
+#include "cuda/kernels.h"
 
 namespace gdp::cuda {
 
@@ -14,8 +14,8 @@ namespace {
 
 // In place on att (BH*Tq rows of Tk): att = softmax(att + pos_bias) over the keys a query
 // may see; masked keys get probability 0. Query i sees keys j <= (Tk-Tq) + i if causal.
-__global__ void attention_softmax_kernel(float* att, const float* pos_bias, int rows, int Tq, int Tk,
-                                         bool causal) {
+__global__ void attention_softmax_kernel(float* att, const float* pos_bias, int rows, int Tq,
+                                         int Tk, bool causal) {
   int r = blockIdx.x * (blockDim.x / kWarp) + threadIdx.x / kWarp;
   int lane = threadIdx.x % kWarp;
   if (r >= rows) return;
@@ -42,8 +42,8 @@ __global__ void attention_softmax_kernel(float* att, const float* pos_bias, int 
 }
 
 // In place on datt (rows of Tk): dscore = att * (datt - <datt, att>); dpos_bias += dscore.
-__global__ void attention_softmax_backward_kernel(float* datt, float* dpos_bias, const float* att, int rows,
-                                                  int Tk) {
+__global__ void attention_softmax_backward_kernel(float* datt, float* dpos_bias, const float* att,
+                                                  int rows, int Tk) {
   int r = blockIdx.x * (blockDim.x / kWarp) + threadIdx.x / kWarp;
   int lane = threadIdx.x % kWarp;
   if (r >= rows) return;
@@ -84,9 +84,9 @@ void attention_forward(float* out, float* att, const float* q, const float* k, c
   gemm_strided_batched(out, att, v, BH, Tq, D, Tk, false, false, 1.0f, 0.0f, sa, sk, sq);
 }
 
-void attention_backward(float* dq, float* dk, float* dv, float* dpos_bias, float* scratch, const float* dout,
-                        const float* q, const float* k, const float* v, const float* att, int BH, int Tq, int Tk,
-                        int D) {
+void attention_backward(float* dq, float* dk, float* dv, float* dpos_bias, float* scratch,
+                        const float* dout, const float* q, const float* k, const float* v,
+                        const float* att, int BH, int Tq, int Tk, int D) {
   check_sizes(BH, Tq, Tk, D, false);
   if (BH == 0 || Tq == 0) return;
   long long sq = static_cast<long long>(Tq) * D, sk = static_cast<long long>(Tk) * D;
@@ -97,7 +97,8 @@ void attention_backward(float* dq, float* dk, float* dv, float* dpos_bias, float
   // dv (Tk,D) += att^T (Tk,Tq) dout (Tq,D)
   gemm_strided_batched(dv, att, dout, BH, Tk, D, Tq, true, false, 1.0f, 1.0f, sa, sq, sk);
   int rows = BH * Tq;
-  attention_softmax_backward_kernel<<<rows_grid(rows), kRowBlock>>>(scratch, dpos_bias, att, rows, Tk);
+  attention_softmax_backward_kernel<<<rows_grid(rows), kRowBlock>>>(scratch, dpos_bias, att, rows,
+                                                                    Tk);
   GDP_CUDA_CHECK_LAUNCH();
   // dq (Tq,D) += scale * dscore (Tq,Tk) k (Tk,D);  dk (Tk,D) += scale * dscore^T (Tk,Tq) q (Tq,D)
   gemm_strided_batched(dq, scratch, k, BH, Tq, D, Tk, false, false, scale, 1.0f, sa, sk, sq);

@@ -12,22 +12,25 @@ namespace gdp::cuda {
 
 // Clears the runtime's last-error slot first (a failed cudaMalloc would otherwise be
 // reported again by the next launch check), then throws with the call and its place.
-[[noreturn]] inline void throw_cuda_error(cudaError_t err, const char* what, const char* file, int line) {
+[[noreturn]] inline void throw_cuda_error(cudaError_t err, const char* what, const char* file,
+                                          int line) {
   (void)cudaGetLastError();
-  throw std::runtime_error(std::string("CUDA error in ") + what + " at " + file + ":" + std::to_string(line) +
-                           ": " + cudaGetErrorString(err));
+  throw std::runtime_error(std::string("CUDA error in ") + what + " at " + file + ":" +
+                           std::to_string(line) + ": " + cudaGetErrorString(err));
 }
 
-#define GDP_CUDA_CHECK(call)                                                    \
-  do {                                                                          \
-    cudaError_t gdp_err_ = (call);                                              \
+#define GDP_CUDA_CHECK(call)                                                            \
+  do {                                                                                  \
+    cudaError_t gdp_err_ = (call);                                                      \
     if (gdp_err_ != cudaSuccess) throw_cuda_error(gdp_err_, #call, __FILE__, __LINE__); \
   } while (0)
 
 // After a kernel launch: reports bad launch configurations right away.
 #define GDP_CUDA_CHECK_LAUNCH() GDP_CUDA_CHECK(cudaGetLastError())
 
-inline unsigned int ceil_div(std::size_t a, std::size_t b) { return static_cast<unsigned int>((a + b - 1) / b); }
+inline unsigned int ceil_div(std::size_t a, std::size_t b) {
+  return static_cast<unsigned int>((a + b - 1) / b);
+}
 
 // Grid for a grid-stride loop over n items: never more blocks than useful, capped so
 // the grid size stays legal for any n.
@@ -64,6 +67,8 @@ __device__ inline void warp_argmax(float& v, int& idx) {
 
 // Launch geometry of the warp-per-row kernels: 8 warps per block, one row per warp.
 constexpr int kRowBlock = 256;
-inline unsigned int rows_grid(int N) { return ceil_div(static_cast<std::size_t>(N), kRowBlock / kWarp); }
+inline unsigned int rows_grid(int N) {
+  return ceil_div(static_cast<std::size_t>(N), kRowBlock / kWarp);
+}
 
 }  // namespace gdp::cuda

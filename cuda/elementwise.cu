@@ -1,10 +1,10 @@
 // Element-wise kernels: binary ops (arithmetic, min/max) with an optional row-broadcast
 // bias, unary activations, parametrised maps, and scaling; one grid-stride kernel per op
 // family, templated on the op.
+#include <stdexcept>
+
 #include "cuda/common.cuh"
 #include "cuda/kernels.h"
-
-#include <stdexcept>
 
 namespace gdp::cuda {
 
@@ -15,7 +15,7 @@ enum class Un { Relu, Gelu, Tanh, Sigmoid, Exp, Log };
 
 // Whether the gradients need the forward inputs a and b (Add/Sub never read them).
 template <Bin op>
-constexpr bool kReadsInputs = op != Bin::Add && op != Bin::Sub;
+constexpr bool kReadsInputs = op != Bin::Add&& op != Bin::Sub;
 
 // Min/max: a wins ties (a <= b for min, a >= b for max), as the gradient rule below.
 template <Bin op>
@@ -57,8 +57,8 @@ __device__ inline void bin_grad(float dout, float a, float b, float& ga, float& 
 
 // out (N,C) = a (N,C) op b (N,C, or C when b_is_row).
 template <Bin op>
-__global__ void binary_forward_kernel(float* out, const float* a, const float* b, std::size_t n, int C,
-                                      bool b_is_row) {
+__global__ void binary_forward_kernel(float* out, const float* a, const float* b, std::size_t n,
+                                      int C, bool b_is_row) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     float bv = b[b_is_row ? i % C : i];
@@ -68,8 +68,8 @@ __global__ void binary_forward_kernel(float* out, const float* a, const float* b
 
 // da (N,C) += ga; db (N,C) += gb when !b_is_row. Add/Sub never read a or b.
 template <Bin op>
-__global__ void binary_backward_kernel(float* da, float* db, const float* dout, const float* a, const float* b,
-                                       std::size_t n, int C, bool b_is_row) {
+__global__ void binary_backward_kernel(float* da, float* db, const float* dout, const float* a,
+                                       const float* b, std::size_t n, int C, bool b_is_row) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     float av = 0.0f, bv = 0.0f;
@@ -87,8 +87,8 @@ __global__ void binary_backward_kernel(float* da, float* db, const float* dout, 
 // db (C) += sum over rows of gb: a (32 x 8) block owns 32 columns and a slice of rows;
 // partial sums meet in shared memory, then one atomicAdd per column per block.
 template <Bin op>
-__global__ void binary_backward_rowbias_kernel(float* db, const float* dout, const float* a, const float* b,
-                                               int N, int C) {
+__global__ void binary_backward_rowbias_kernel(float* db, const float* dout, const float* a,
+                                               const float* b, int N, int C) {
   __shared__ float part[8][33];
   int col = blockIdx.x * 32 + threadIdx.x;
   float acc = 0.0f;
@@ -122,8 +122,8 @@ void binary_forward(float* out, const float* a, const float* b, int N, int C, bo
 }
 
 template <Bin op>
-void binary_backward(float* da, float* db, const float* dout, const float* a, const float* b, int N, int C,
-                     bool b_is_row) {
+void binary_backward(float* da, float* db, const float* dout, const float* a, const float* b, int N,
+                     int C, bool b_is_row) {
   std::size_t n = static_cast<std::size_t>(N) * C;
   if (n == 0) return;
   if (da || (db && !b_is_row)) {
@@ -174,7 +174,8 @@ __global__ void unary_forward_kernel(float* out, const float* x, std::size_t n) 
 }
 
 template <Un op>
-__global__ void unary_backward_kernel(float* dx, const float* saved, const float* dout, std::size_t n) {
+__global__ void unary_backward_kernel(float* dx, const float* saved, const float* dout,
+                                      std::size_t n) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
     dx[i] += un_grad<op>(saved[i]) * dout[i];
@@ -220,8 +221,8 @@ __global__ void map_forward_kernel(float* out, const float* x, float p0, float p
 }
 
 template <MapOp op>
-__global__ void map_backward_kernel(float* dx, const float* x, const float* dout, float p0, float p1,
-                                    std::size_t n) {
+__global__ void map_backward_kernel(float* dx, const float* x, const float* dout, float p0,
+                                    float p1, std::size_t n) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
     dx[i] += map_grad<op>(x[i], p0, p1) * dout[i];
@@ -234,7 +235,8 @@ void map_forward_t(float* out, const float* x, float p0, float p1, std::size_t n
 }
 
 template <MapOp op>
-void map_backward_t(float* dx, const float* x, const float* dout, float p0, float p1, std::size_t n) {
+void map_backward_t(float* dx, const float* x, const float* dout, float p0, float p1,
+                    std::size_t n) {
   map_backward_kernel<op><<<grid_for(n, 256), 256>>>(dx, x, dout, p0, p1, n);
   GDP_CUDA_CHECK_LAUNCH();
 }
@@ -248,10 +250,18 @@ __global__ void scale_kernel(float* out, const float* x, float s, std::size_t n,
 
 }  // namespace
 
-void add_forward(float* out, const float* a, const float* b, int N, int C, bool r) { binary_forward<Bin::Add>(out, a, b, N, C, r); }
-void sub_forward(float* out, const float* a, const float* b, int N, int C, bool r) { binary_forward<Bin::Sub>(out, a, b, N, C, r); }
-void mul_forward(float* out, const float* a, const float* b, int N, int C, bool r) { binary_forward<Bin::Mul>(out, a, b, N, C, r); }
-void div_forward(float* out, const float* a, const float* b, int N, int C, bool r) { binary_forward<Bin::Div>(out, a, b, N, C, r); }
+void add_forward(float* out, const float* a, const float* b, int N, int C, bool r) {
+  binary_forward<Bin::Add>(out, a, b, N, C, r);
+}
+void sub_forward(float* out, const float* a, const float* b, int N, int C, bool r) {
+  binary_forward<Bin::Sub>(out, a, b, N, C, r);
+}
+void mul_forward(float* out, const float* a, const float* b, int N, int C, bool r) {
+  binary_forward<Bin::Mul>(out, a, b, N, C, r);
+}
+void div_forward(float* out, const float* a, const float* b, int N, int C, bool r) {
+  binary_forward<Bin::Div>(out, a, b, N, C, r);
+}
 
 void add_backward(float* da, float* db, const float* dout, int N, int C, bool r) {
   binary_backward<Bin::Add>(da, db, dout, nullptr, nullptr, N, C, r);
@@ -259,25 +269,41 @@ void add_backward(float* da, float* db, const float* dout, int N, int C, bool r)
 void sub_backward(float* da, float* db, const float* dout, int N, int C, bool r) {
   binary_backward<Bin::Sub>(da, db, dout, nullptr, nullptr, N, C, r);
 }
-void mul_backward(float* da, float* db, const float* dout, const float* a, const float* b, int N, int C, bool r) {
+void mul_backward(float* da, float* db, const float* dout, const float* a, const float* b, int N,
+                  int C, bool r) {
   binary_backward<Bin::Mul>(da, db, dout, a, b, N, C, r);
 }
-void div_backward(float* da, float* db, const float* dout, const float* a, const float* b, int N, int C, bool r) {
+void div_backward(float* da, float* db, const float* dout, const float* a, const float* b, int N,
+                  int C, bool r) {
   binary_backward<Bin::Div>(da, db, dout, a, b, N, C, r);
 }
 
 void relu_forward(float* out, const float* x, std::size_t n) { unary_forward<Un::Relu>(out, x, n); }
 void gelu_forward(float* out, const float* x, std::size_t n) { unary_forward<Un::Gelu>(out, x, n); }
 void tanh_forward(float* out, const float* x, std::size_t n) { unary_forward<Un::Tanh>(out, x, n); }
-void sigmoid_forward(float* out, const float* x, std::size_t n) { unary_forward<Un::Sigmoid>(out, x, n); }
+void sigmoid_forward(float* out, const float* x, std::size_t n) {
+  unary_forward<Un::Sigmoid>(out, x, n);
+}
 void exp_forward(float* out, const float* x, std::size_t n) { unary_forward<Un::Exp>(out, x, n); }
 void log_forward(float* out, const float* x, std::size_t n) { unary_forward<Un::Log>(out, x, n); }
-void relu_backward(float* dx, const float* x, const float* dout, std::size_t n) { unary_backward<Un::Relu>(dx, x, dout, n); }
-void gelu_backward(float* dx, const float* x, const float* dout, std::size_t n) { unary_backward<Un::Gelu>(dx, x, dout, n); }
-void tanh_backward(float* dx, const float* y, const float* dout, std::size_t n) { unary_backward<Un::Tanh>(dx, y, dout, n); }
-void sigmoid_backward(float* dx, const float* y, const float* dout, std::size_t n) { unary_backward<Un::Sigmoid>(dx, y, dout, n); }
-void exp_backward(float* dx, const float* y, const float* dout, std::size_t n) { unary_backward<Un::Exp>(dx, y, dout, n); }
-void log_backward(float* dx, const float* x, const float* dout, std::size_t n) { unary_backward<Un::Log>(dx, x, dout, n); }
+void relu_backward(float* dx, const float* x, const float* dout, std::size_t n) {
+  unary_backward<Un::Relu>(dx, x, dout, n);
+}
+void gelu_backward(float* dx, const float* x, const float* dout, std::size_t n) {
+  unary_backward<Un::Gelu>(dx, x, dout, n);
+}
+void tanh_backward(float* dx, const float* y, const float* dout, std::size_t n) {
+  unary_backward<Un::Tanh>(dx, y, dout, n);
+}
+void sigmoid_backward(float* dx, const float* y, const float* dout, std::size_t n) {
+  unary_backward<Un::Sigmoid>(dx, y, dout, n);
+}
+void exp_backward(float* dx, const float* y, const float* dout, std::size_t n) {
+  unary_backward<Un::Exp>(dx, y, dout, n);
+}
+void log_backward(float* dx, const float* x, const float* dout, std::size_t n) {
+  unary_backward<Un::Log>(dx, x, dout, n);
+}
 
 void scale_forward(float* out, const float* x, float s, std::size_t n) {
   if (n == 0) return;
@@ -293,21 +319,38 @@ void scale_backward(float* dx, const float* dout, float s, std::size_t n) {
 void map_forward(float* out, const float* x, MapOp op, float p0, float p1, std::size_t n) {
   if (n == 0) return;
   switch (op) {
-    case MapOp::affine: map_forward_t<MapOp::affine>(out, x, p0, p1, n); return;
-    case MapOp::square: map_forward_t<MapOp::square>(out, x, p0, p1, n); return;
-    case MapOp::sqrt: map_forward_t<MapOp::sqrt>(out, x, p0, p1, n); return;
-    case MapOp::clamp: map_forward_t<MapOp::clamp>(out, x, p0, p1, n); return;
+    case MapOp::affine:
+      map_forward_t<MapOp::affine>(out, x, p0, p1, n);
+      return;
+    case MapOp::square:
+      map_forward_t<MapOp::square>(out, x, p0, p1, n);
+      return;
+    case MapOp::sqrt:
+      map_forward_t<MapOp::sqrt>(out, x, p0, p1, n);
+      return;
+    case MapOp::clamp:
+      map_forward_t<MapOp::clamp>(out, x, p0, p1, n);
+      return;
   }
   throw std::invalid_argument("cuda::map_forward: unknown MapOp");
 }
 
-void map_backward(float* dx, const float* x, const float* dout, MapOp op, float p0, float p1, std::size_t n) {
+void map_backward(float* dx, const float* x, const float* dout, MapOp op, float p0, float p1,
+                  std::size_t n) {
   if (n == 0) return;
   switch (op) {
-    case MapOp::affine: map_backward_t<MapOp::affine>(dx, x, dout, p0, p1, n); return;
-    case MapOp::square: map_backward_t<MapOp::square>(dx, x, dout, p0, p1, n); return;
-    case MapOp::sqrt: map_backward_t<MapOp::sqrt>(dx, x, dout, p0, p1, n); return;
-    case MapOp::clamp: map_backward_t<MapOp::clamp>(dx, x, dout, p0, p1, n); return;
+    case MapOp::affine:
+      map_backward_t<MapOp::affine>(dx, x, dout, p0, p1, n);
+      return;
+    case MapOp::square:
+      map_backward_t<MapOp::square>(dx, x, dout, p0, p1, n);
+      return;
+    case MapOp::sqrt:
+      map_backward_t<MapOp::sqrt>(dx, x, dout, p0, p1, n);
+      return;
+    case MapOp::clamp:
+      map_backward_t<MapOp::clamp>(dx, x, dout, p0, p1, n);
+      return;
   }
   throw std::invalid_argument("cuda::map_backward: unknown MapOp");
 }
@@ -319,8 +362,8 @@ void minmax_forward(float* out, const float* a, const float* b, int N, int C, bo
     binary_forward<Bin::Min>(out, a, b, N, C, r);
 }
 
-void minmax_backward(float* da, float* db, const float* dout, const float* a, const float* b, int N, int C, bool r,
-                     bool is_max) {
+void minmax_backward(float* da, float* db, const float* dout, const float* a, const float* b, int N,
+                     int C, bool r, bool is_max) {
   if (is_max)
     binary_backward<Bin::Max>(da, db, dout, a, b, N, C, r);
   else

@@ -8,7 +8,8 @@ namespace gdp::cuda {
 namespace {
 
 // out (M,C) = x[idx[m], :]; one thread per output element.
-__global__ void gather_rows_kernel(float* out, const float* x, const int* idx, std::size_t n, int C) {
+__global__ void gather_rows_kernel(float* out, const float* x, const int* idx, std::size_t n,
+                                   int C) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     std::size_t m = i / C, c = i % C;
@@ -17,7 +18,8 @@ __global__ void gather_rows_kernel(float* out, const float* x, const int* idx, s
 }
 
 // out[idx[m], :] += src (M,C); atomics because indices repeat.
-__global__ void scatter_add_rows_kernel(float* out, const float* src, const int* idx, std::size_t n, int C) {
+__global__ void scatter_add_rows_kernel(float* out, const float* src, const int* idx, std::size_t n,
+                                        int C) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     std::size_t m = i / C, c = i % C;
@@ -26,16 +28,18 @@ __global__ void scatter_add_rows_kernel(float* out, const float* src, const int*
 }
 
 // out (N) = x (N,C) [n, idx[n]]; one thread per row.
-__global__ void take_along_last_forward_kernel(float* out, const float* x, const int* idx, int N, int C) {
-  for (std::size_t n = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; n < static_cast<std::size_t>(N);
-       n += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+__global__ void take_along_last_forward_kernel(float* out, const float* x, const int* idx, int N,
+                                               int C) {
+  for (std::size_t n = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+       n < static_cast<std::size_t>(N); n += static_cast<std::size_t>(gridDim.x) * blockDim.x)
     out[n] = x[n * C + idx[n]];
 }
 
 // dx[n, idx[n]] += dout[n]; each row has its own target, so no atomics.
-__global__ void take_along_last_backward_kernel(float* dx, const float* dout, const int* idx, int N, int C) {
-  for (std::size_t n = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; n < static_cast<std::size_t>(N);
-       n += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+__global__ void take_along_last_backward_kernel(float* dx, const float* dout, const int* idx, int N,
+                                                int C) {
+  for (std::size_t n = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+       n < static_cast<std::size_t>(N); n += static_cast<std::size_t>(gridDim.x) * blockDim.x)
     dx[n * C + idx[n]] += dout[n];
 }
 
@@ -65,13 +69,15 @@ void embedding_backward(float* dtable, const float* dout, const int* idx, int M,
 
 void take_along_last_forward(float* out, const float* x, const int* idx, int N, int C) {
   if (N <= 0 || C <= 0) return;
-  take_along_last_forward_kernel<<<grid_for(static_cast<std::size_t>(N), 256), 256>>>(out, x, idx, N, C);
+  take_along_last_forward_kernel<<<grid_for(static_cast<std::size_t>(N), 256), 256>>>(out, x, idx,
+                                                                                      N, C);
   GDP_CUDA_CHECK_LAUNCH();
 }
 
 void take_along_last_backward(float* dx, const float* dout, const int* idx, int N, int C) {
   if (N <= 0 || C <= 0) return;
-  take_along_last_backward_kernel<<<grid_for(static_cast<std::size_t>(N), 256), 256>>>(dx, dout, idx, N, C);
+  take_along_last_backward_kernel<<<grid_for(static_cast<std::size_t>(N), 256), 256>>>(dx, dout,
+                                                                                       idx, N, C);
   GDP_CUDA_CHECK_LAUNCH();
 }
 

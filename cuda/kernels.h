@@ -45,7 +45,8 @@ class DeviceArray {
   ~DeviceArray() { device_free(ptr_); }
   DeviceArray(const DeviceArray&) = delete;
   DeviceArray& operator=(const DeviceArray&) = delete;
-  DeviceArray(DeviceArray&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+  DeviceArray(DeviceArray&& o) noexcept
+      : ptr_(std::exchange(o.ptr_, nullptr)), n_(std::exchange(o.n_, 0)) {}
   DeviceArray& operator=(DeviceArray&& o) noexcept {
     if (this != &o) {
       device_free(ptr_);
@@ -58,7 +59,7 @@ class DeviceArray {
   const T* data() const { return ptr_; }
   std::size_t size() const { return n_; }
   void zero() { fill_zero(ptr_, n_ * sizeof(T)); }
-  void upload(const T* host) { copy_to_device(ptr_, host, n_); }   // n elements
+  void upload(const T* host) { copy_to_device(ptr_, host, n_); }  // n elements
   void download(T* host) const { copy_to_host(host, ptr_, n_); }  // n elements
 
  private:
@@ -78,10 +79,10 @@ void mul_forward(float* out, const float* a, const float* b, int N, int C, bool 
 void div_forward(float* out, const float* a, const float* b, int N, int C, bool b_is_row);
 void add_backward(float* da, float* db, const float* dout, int N, int C, bool b_is_row);
 void sub_backward(float* da, float* db, const float* dout, int N, int C, bool b_is_row);
-void mul_backward(float* da, float* db, const float* dout, const float* a, const float* b, int N, int C,
-                  bool b_is_row);
-void div_backward(float* da, float* db, const float* dout, const float* a, const float* b, int N, int C,
-                  bool b_is_row);
+void mul_backward(float* da, float* db, const float* dout, const float* a, const float* b, int N,
+                  int C, bool b_is_row);
+void div_backward(float* da, float* db, const float* dout, const float* a, const float* b, int N,
+                  int C, bool b_is_row);
 
 // Unary ops on n elements: out = f(x). Backward dx += f'(x) * dout, argument order as in
 // nn/kernels.h: relu, gelu and log take the forward INPUT x; tanh, sigmoid and exp take
@@ -98,7 +99,7 @@ void log_backward(float* dx, const float* x, const float* dout, std::size_t n);
 void tanh_backward(float* dx, const float* y, const float* dout, std::size_t n);     // 1 - y^2
 void sigmoid_backward(float* dx, const float* y, const float* dout, std::size_t n);  // y (1 - y)
 void exp_backward(float* dx, const float* y, const float* dout, std::size_t n);      // y
-void scale_forward(float* out, const float* x, float s, std::size_t n);  // out = s * x
+void scale_forward(float* out, const float* x, float s, std::size_t n);              // out = s * x
 void scale_backward(float* dx, const float* dout, float s, std::size_t n);
 
 // Parametrised maps on n elements, out = f(x; p0, p1), backward dx += f'(x) * dout (taking the
@@ -109,19 +110,22 @@ void scale_backward(float* dx, const float* dout, float s, std::size_t n);
 //   clamp:  min(max(x, p0), p1)   f' = 1 where p0 <= x <= p1, else 0
 enum class MapOp { affine, square, sqrt, clamp };
 void map_forward(float* out, const float* x, MapOp op, float p0, float p1, std::size_t n);
-void map_backward(float* dx, const float* x, const float* dout, MapOp op, float p0, float p1, std::size_t n);
+void map_backward(float* dx, const float* x, const float* dout, MapOp op, float p0, float p1,
+                  std::size_t n);
 
 // Element-wise minimum / maximum, shapes as the binary ops above (b (N,C) or a row (C)).
 // Backward: the gradient goes to a where a wins or ties (a <= b for min, a >= b for max),
 // else to b; da / db may be nullptr; a row-broadcast db receives column sums.
-void minmax_forward(float* out, const float* a, const float* b, int N, int C, bool b_is_row, bool is_max);
-void minmax_backward(float* da, float* db, const float* dout, const float* a, const float* b, int N, int C,
-                     bool b_is_row, bool is_max);
+void minmax_forward(float* out, const float* a, const float* b, int N, int C, bool b_is_row,
+                    bool is_max);
+void minmax_backward(float* da, float* db, const float* dout, const float* a, const float* b, int N,
+                     int C, bool b_is_row, bool is_max);
 
 // ---------------------------------------------------------------- layout: copies, broadcast
 // Strided 2-D block: dst[r * ld_dst + c] = (or += when accumulate) src[r * ld_src + c] for
 // r < rows, c < cols (ld_* >= cols). Slice, concat and their backward passes are such blocks.
-void copy_2d(float* dst, int ld_dst, const float* src, int ld_src, int rows, int cols, bool accumulate);
+void copy_2d(float* dst, int ld_dst, const float* src, int ld_src, int rows, int cols,
+             bool accumulate);
 // Swap two axes: x viewed as (A, n0, B, n1, C) -> out (A, n1, B, n0, C), i.e.
 // out[a][j][b][i][c] = (or +=) x[a][i][b][j][c]. A transpose of two dims of any tensor, and the
 // split of (S, H, Dh) into heads (H, S, Dh) and back, are such swaps.
@@ -188,19 +192,23 @@ void take_along_last_backward(float* dx, const float* dout, const int* idx, int 
 // col_idx (E), values in [0, rows of x)). out (R,C) = mean / max over x[neighbour, :];
 // an empty segment gives 0 (and argmax -1). argmax (R,C) holds the x ROW of the first
 // maximum per column. Backward: dx (rows of x, C) accumulates with atomics.
-void segment_mean_forward(float* out, const float* x, const int* row_ptr, const int* col_idx, int R, int C);
-void segment_mean_backward(float* dx, const float* dout, const int* row_ptr, const int* col_idx, int R, int C);
-void segment_max_forward(float* out, int* argmax, const float* x, const int* row_ptr, const int* col_idx,
-                         int R, int C);
+void segment_mean_forward(float* out, const float* x, const int* row_ptr, const int* col_idx, int R,
+                          int C);
+void segment_mean_backward(float* dx, const float* dout, const int* row_ptr, const int* col_idx,
+                           int R, int C);
+void segment_max_forward(float* out, int* argmax, const float* x, const int* row_ptr,
+                         const int* col_idx, int R, int C);
 void segment_max_backward(float* dx, const float* dout, const int* argmax, int R, int C);
 
 // ---------------------------------------------------------------- optimizer
 // One Adam / AdamW step over n flat parameters, in place, with the formula and bias corrections
-// of nn::adam_update (nn/kernels.h; results may differ in the last bits where nvcc fuses): g = grad (+ weight_decay * p when !decoupled); m = b1 m + (1-b1) g;
-// v = b2 v + (1-b2) g^2; p -= lr * weight_decay * p when decoupled; p -= lr * (m / (1 - b1^t)) /
-// (sqrt(v / (1 - b2^t)) + eps). t >= 1 is the step number (bias corrections on the host, double).
-void adam_update(float* params, float* m, float* v, const float* grads, std::size_t n, float lr, float beta1,
-                 float beta2, float eps, float weight_decay, bool decoupled, long long t);
+// of nn::adam_update (nn/kernels.h; results may differ in the last bits where nvcc fuses): g = grad
+// (+ weight_decay * p when !decoupled); m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; p -= lr *
+// weight_decay * p when decoupled; p -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps). t >=
+// 1 is the step number (bias corrections on the host, double).
+void adam_update(float* params, float* m, float* v, const float* grads, std::size_t n, float lr,
+                 float beta1, float beta2, float eps, float weight_decay, bool decoupled,
+                 long long t);
 
 // ---------------------------------------------------------------- GEMM (cuBLAS)
 // Row-major C (M,N) = alpha * op(A) (M,K) * op(B) (K,N) + beta * C, op = transpose when
@@ -222,16 +230,18 @@ void gemm_strided_batched(float* C, const float* A, const float* B, int batch, i
 // scratch (BH,Tq,Tk) is a work buffer. Tk >= Tq required when causal.
 void attention_forward(float* out, float* att, const float* q, const float* k, const float* v,
                        const float* pos_bias, int BH, int Tq, int Tk, int D, bool causal);
-void attention_backward(float* dq, float* dk, float* dv, float* dpos_bias, float* scratch, const float* dout,
-                        const float* q, const float* k, const float* v, const float* att, int BH, int Tq,
-                        int Tk, int D);
+void attention_backward(float* dq, float* dk, float* dv, float* dpos_bias, float* scratch,
+                        const float* dout, const float* q, const float* k, const float* v,
+                        const float* att, int BH, int Tq, int Tk, int D);
 
 // Transformer-XL relative shift (nn/attention.h): the position scores bd (BH,S,P) of query i
 // against relative-position row p become a score term over keys j:
 //   out (BH,S,K) [b,i,j] = scale * bd[b, i, base + i - j]  when 0 <= base + i - j < P, else 0
 // (base = M + rel_offset; with a causal mask the 0s fall on masked keys). Backward: dbd
 // [b, i, base + i - j] += scale * dout[b,i,j] (each (i,j) has its own p: no atomics).
-void rel_shift_forward(float* out, const float* bd, int BH, int S, int K, int P, int base, float scale);
-void rel_shift_backward(float* dbd, const float* dout, int BH, int S, int K, int P, int base, float scale);
+void rel_shift_forward(float* out, const float* bd, int BH, int S, int K, int P, int base,
+                       float scale);
+void rel_shift_backward(float* dbd, const float* dout, int BH, int S, int K, int P, int base,
+                        float scale);
 
 }  // namespace gdp::cuda

@@ -9,8 +9,8 @@ namespace {
 
 // out (N,C), mean (N), rstd (N) from x (N,C), weight (C), bias (C). Two passes over the
 // row for the variance (no E[x^2]-E[x]^2 cancellation).
-__global__ void layernorm_forward_kernel(float* out, float* mean, float* rstd, const float* x, const float* w,
-                                         const float* b, int N, int C, float eps) {
+__global__ void layernorm_forward_kernel(float* out, float* mean, float* rstd, const float* x,
+                                         const float* w, const float* b, int N, int C, float eps) {
   int row = blockIdx.x * (blockDim.x / kWarp) + threadIdx.x / kWarp;
   int lane = threadIdx.x % kWarp;
   if (row >= N) return;
@@ -33,8 +33,9 @@ __global__ void layernorm_forward_kernel(float* out, float* mean, float* rstd, c
 }
 
 // dx (N,C) += rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dout * weight.
-__global__ void layernorm_backward_dx_kernel(float* dx, const float* dout, const float* x, const float* w,
-                                             const float* mean, const float* rstd, int N, int C) {
+__global__ void layernorm_backward_dx_kernel(float* dx, const float* dout, const float* x,
+                                             const float* w, const float* mean, const float* rstd,
+                                             int N, int C) {
   int row = blockIdx.x * (blockDim.x / kWarp) + threadIdx.x / kWarp;
   int lane = threadIdx.x % kWarp;
   if (row >= N) return;
@@ -58,8 +59,9 @@ __global__ void layernorm_backward_dx_kernel(float* dx, const float* dout, const
 }
 
 // dweight (C) += sum_rows dout * xhat; dbias (C) += sum_rows dout. Either may be nullptr.
-__global__ void layernorm_backward_dwdb_kernel(float* dw, float* db, const float* dout, const float* x,
-                                               const float* mean, const float* rstd, int N, int C) {
+__global__ void layernorm_backward_dwdb_kernel(float* dw, float* db, const float* dout,
+                                               const float* x, const float* mean, const float* rstd,
+                                               int N, int C) {
   __shared__ float part_w[8][33];
   __shared__ float part_b[8][33];
   int col = blockIdx.x * 32 + threadIdx.x;
@@ -91,7 +93,8 @@ __global__ void layernorm_backward_dwdb_kernel(float* dw, float* db, const float
 void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* weight,
                        const float* bias, int N, int C, float eps) {
   if (N == 0 || C == 0) return;
-  layernorm_forward_kernel<<<rows_grid(N), kRowBlock>>>(out, mean, rstd, x, weight, bias, N, C, eps);
+  layernorm_forward_kernel<<<rows_grid(N), kRowBlock>>>(out, mean, rstd, x, weight, bias, N, C,
+                                                        eps);
   GDP_CUDA_CHECK_LAUNCH();
 }
 
@@ -99,14 +102,16 @@ void layernorm_backward(float* dx, float* dweight, float* dbias, const float* do
                         const float* weight, const float* mean, const float* rstd, int N, int C) {
   if (N == 0 || C == 0) return;
   if (dx) {
-    layernorm_backward_dx_kernel<<<rows_grid(N), kRowBlock>>>(dx, dout, x, weight, mean, rstd, N, C);
+    layernorm_backward_dx_kernel<<<rows_grid(N), kRowBlock>>>(dx, dout, x, weight, mean, rstd, N,
+                                                              C);
     GDP_CUDA_CHECK_LAUNCH();
   }
   if (dweight || dbias) {
     unsigned int gy = ceil_div(static_cast<std::size_t>(N), 8 * 32);
     if (gy > 256) gy = 256;
     dim3 grid(ceil_div(static_cast<std::size_t>(C), 32), gy);
-    layernorm_backward_dwdb_kernel<<<grid, dim3(32, 8)>>>(dweight, dbias, dout, x, mean, rstd, N, C);
+    layernorm_backward_dwdb_kernel<<<grid, dim3(32, 8)>>>(dweight, dbias, dout, x, mean, rstd, N,
+                                                          C);
     GDP_CUDA_CHECK_LAUNCH();
   }
 }

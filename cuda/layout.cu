@@ -4,11 +4,11 @@
 //
 // A, B, C = the untouched leading, middle and trailing blocks of a swap; n0, n1 = the
 // swapped axes; BH = batch*heads, S = queries, K = keys, P = relative positions.
-#include "cuda/common.cuh"
-#include "cuda/kernels.h"
-
 #include <stdexcept>
 #include <string>
+
+#include "cuda/common.cuh"
+#include "cuda/kernels.h"
 
 namespace gdp::cuda {
 
@@ -28,8 +28,8 @@ __global__ void copy_2d_kernel(float* dst, std::size_t ld_dst, const float* src,
 
 // out (A,n1,B,n0,C) [a,j,b,i,c] = (or +=) x (A,n0,B,n1,C) [a,i,b,j,c]; one thread per
 // output element, so writes are coalesced and reads are too whenever C is not tiny.
-__global__ void swap_axes_kernel(float* out, const float* x, std::size_t n, std::size_t n0, std::size_t B,
-                                 std::size_t n1, std::size_t C, bool accumulate) {
+__global__ void swap_axes_kernel(float* out, const float* x, std::size_t n, std::size_t n0,
+                                 std::size_t B, std::size_t n1, std::size_t C, bool accumulate) {
   for (std::size_t o = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; o < n;
        o += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     std::size_t c = o % C, t = o / C;
@@ -91,22 +91,24 @@ __device__ inline long long broadcast_source(std::size_t o, const BroadcastShape
   return off;
 }
 
-__global__ void expand_forward_kernel(float* out, const float* x, BroadcastShape shape, std::size_t n) {
+__global__ void expand_forward_kernel(float* out, const float* x, BroadcastShape shape,
+                                      std::size_t n) {
   for (std::size_t o = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; o < n;
        o += static_cast<std::size_t>(gridDim.x) * blockDim.x)
     out[o] = x[broadcast_source(o, shape)];
 }
 
 // dx[source(o)] += dout[o]; atomics because broadcast elements share their source.
-__global__ void expand_backward_kernel(float* dx, const float* dout, BroadcastShape shape, std::size_t n) {
+__global__ void expand_backward_kernel(float* dx, const float* dout, BroadcastShape shape,
+                                       std::size_t n) {
   for (std::size_t o = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; o < n;
        o += static_cast<std::size_t>(gridDim.x) * blockDim.x)
     atomicAdd(&dx[broadcast_source(o, shape)], dout[o]);
 }
 
 // out (BH,S,K) [b,i,j] = scale * bd (BH,S,P) [b,i,base+i-j] inside [0, P), else 0.
-__global__ void rel_shift_forward_kernel(float* out, const float* bd, std::size_t n, int S, int K, int P,
-                                         int base, float scale) {
+__global__ void rel_shift_forward_kernel(float* out, const float* bd, std::size_t n, int S, int K,
+                                         int P, int base, float scale) {
   for (std::size_t o = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; o < n;
        o += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     std::size_t t = o / K;  // = b * S + i
@@ -118,8 +120,8 @@ __global__ void rel_shift_forward_kernel(float* out, const float* bd, std::size_
 
 // dbd[b,i,base+i-j] += scale * dout[b,i,j]; within a row (b,i) the map j -> p is one to
 // one, so every thread owns its target and no atomics are needed.
-__global__ void rel_shift_backward_kernel(float* dbd, const float* dout, std::size_t n, int S, int K, int P,
-                                          int base, float scale) {
+__global__ void rel_shift_backward_kernel(float* dbd, const float* dout, std::size_t n, int S,
+                                          int K, int P, int base, float scale) {
   for (std::size_t o = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; o < n;
        o += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     std::size_t t = o / K;
@@ -137,7 +139,8 @@ std::size_t broadcast_numel(const BroadcastShape& s, const char* who) {
   std::size_t n = 1;
   for (int k = 0; k < s.ndim; ++k) {
     if (s.dims[k] < 0)
-      throw std::invalid_argument(std::string("cuda::") + who + ": negative dim " + std::to_string(s.dims[k]));
+      throw std::invalid_argument(std::string("cuda::") + who + ": negative dim " +
+                                  std::to_string(s.dims[k]));
     n *= static_cast<std::size_t>(s.dims[k]);
   }
   return n;
@@ -145,29 +148,32 @@ std::size_t broadcast_numel(const BroadcastShape& s, const char* who) {
 
 }  // namespace
 
-void copy_2d(float* dst, int ld_dst, const float* src, int ld_src, int rows, int cols, bool accumulate) {
+void copy_2d(float* dst, int ld_dst, const float* src, int ld_src, int rows, int cols,
+             bool accumulate) {
   if (rows <= 0 || cols <= 0) return;
   std::size_t n = static_cast<std::size_t>(rows) * cols;
   copy_2d_kernel<<<grid_for(n, 256), 256>>>(dst, static_cast<std::size_t>(ld_dst), src,
-                                            static_cast<std::size_t>(ld_src), n, static_cast<std::size_t>(cols),
-                                            accumulate);
+                                            static_cast<std::size_t>(ld_src), n,
+                                            static_cast<std::size_t>(cols), accumulate);
   GDP_CUDA_CHECK_LAUNCH();
 }
 
 void swap_axes(float* out, const float* x, int A, int n0, int B, int n1, int C, bool accumulate) {
   if (A <= 0 || n0 <= 0 || B <= 0 || n1 <= 0 || C <= 0) return;
   if (C == 1 && B == 1 && n0 > 1 && n1 > 1) {
-    std::size_t tiles = static_cast<std::size_t>(A) * ceil_div(static_cast<std::size_t>(n0), kTile) *
+    std::size_t tiles = static_cast<std::size_t>(A) *
+                        ceil_div(static_cast<std::size_t>(n0), kTile) *
                         ceil_div(static_cast<std::size_t>(n1), kTile);
     unsigned int grid = tiles > 65535u * 16u ? 65535u * 16u : static_cast<unsigned int>(tiles);
-    transpose_tiled_kernel<<<grid, dim3(kTile, kTileRows)>>>(out, x, static_cast<std::size_t>(A), n0, n1,
-                                                             accumulate);
+    transpose_tiled_kernel<<<grid, dim3(kTile, kTileRows)>>>(out, x, static_cast<std::size_t>(A),
+                                                             n0, n1, accumulate);
     GDP_CUDA_CHECK_LAUNCH();
     return;
   }
   std::size_t n = static_cast<std::size_t>(A) * n0 * B * n1 * C;
-  swap_axes_kernel<<<grid_for(n, 256), 256>>>(out, x, n, static_cast<std::size_t>(n0), static_cast<std::size_t>(B),
-                                              static_cast<std::size_t>(n1), static_cast<std::size_t>(C), accumulate);
+  swap_axes_kernel<<<grid_for(n, 256), 256>>>(
+      out, x, n, static_cast<std::size_t>(n0), static_cast<std::size_t>(B),
+      static_cast<std::size_t>(n1), static_cast<std::size_t>(C), accumulate);
   GDP_CUDA_CHECK_LAUNCH();
 }
 
@@ -185,14 +191,16 @@ void expand_backward(float* dx, const float* dout, const BroadcastShape& shape) 
   GDP_CUDA_CHECK_LAUNCH();
 }
 
-void rel_shift_forward(float* out, const float* bd, int BH, int S, int K, int P, int base, float scale) {
+void rel_shift_forward(float* out, const float* bd, int BH, int S, int K, int P, int base,
+                       float scale) {
   if (BH <= 0 || S <= 0 || K <= 0) return;
   std::size_t n = static_cast<std::size_t>(BH) * S * K;
   rel_shift_forward_kernel<<<grid_for(n, 256), 256>>>(out, bd, n, S, K, P, base, scale);
   GDP_CUDA_CHECK_LAUNCH();
 }
 
-void rel_shift_backward(float* dbd, const float* dout, int BH, int S, int K, int P, int base, float scale) {
+void rel_shift_backward(float* dbd, const float* dout, int BH, int S, int K, int P, int base,
+                        float scale) {
   if (BH <= 0 || S <= 0 || K <= 0 || P <= 0) return;
   std::size_t n = static_cast<std::size_t>(BH) * S * K;
   rel_shift_backward_kernel<<<grid_for(n, 256), 256>>>(dbd, dout, n, S, K, P, base, scale);

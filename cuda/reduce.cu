@@ -1,9 +1,9 @@
 // Reductions over the last dim (sum, mean, max with argmax; one warp per row) and the
 // full sum (block partials combined with atomics), with their backward broadcasts.
+#include <cfloat>
+
 #include "cuda/common.cuh"
 #include "cuda/kernels.h"
-
-#include <cfloat>
 
 namespace gdp::cuda {
 
@@ -44,14 +44,16 @@ __global__ void row_max_kernel(float* out, int* argmax, const float* x, int N, i
 }
 
 // dx (N,C) += dout (N) [row] * mul.
-__global__ void row_broadcast_backward_kernel(float* dx, const float* dout, std::size_t n, int C, float mul) {
+__global__ void row_broadcast_backward_kernel(float* dx, const float* dout, std::size_t n, int C,
+                                              float mul) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
     dx[i] += dout[i / C] * mul;
 }
 
 // dx (N,C) [row, argmax[row]] += dout[row]; one thread per row.
-__global__ void row_max_backward_kernel(float* dx, const float* dout, const int* argmax, int N, int C) {
+__global__ void row_max_backward_kernel(float* dx, const float* dout, const int* argmax, int N,
+                                        int C) {
   int row = blockIdx.x * blockDim.x + threadIdx.x;
   if (row >= N) return;
   int j = argmax[row];
@@ -100,8 +102,12 @@ void row_broadcast_backward(float* dx, const float* dout, int N, int C, float mu
 }  // namespace
 
 void sum_forward(float* out, const float* x, int N, int C) { row_sum(out, x, N, C, 1.0f); }
-void mean_forward(float* out, const float* x, int N, int C) { row_sum(out, x, N, C, C > 0 ? 1.0f / C : 0.0f); }
-void sum_backward(float* dx, const float* dout, int N, int C) { row_broadcast_backward(dx, dout, N, C, 1.0f); }
+void mean_forward(float* out, const float* x, int N, int C) {
+  row_sum(out, x, N, C, C > 0 ? 1.0f / C : 0.0f);
+}
+void sum_backward(float* dx, const float* dout, int N, int C) {
+  row_broadcast_backward(dx, dout, N, C, 1.0f);
+}
 void mean_backward(float* dx, const float* dout, int N, int C) {
   row_broadcast_backward(dx, dout, N, C, C > 0 ? 1.0f / C : 0.0f);
 }

@@ -1,18 +1,18 @@
 // Segment mean / max over a CSR neighbour list (the GraphSAGE aggregation): one warp per
 // segment, lanes over the columns so neighbour rows are read coalesced; backward scatters
 // with atomics (a node is the neighbour of many segments).
+#include <cfloat>
+
 #include "cuda/common.cuh"
 #include "cuda/kernels.h"
-
-#include <cfloat>
 
 namespace gdp::cuda {
 
 namespace {
 
 // out (R,C) = mean over e in [row_ptr[r], row_ptr[r+1]) of x[col_idx[e], :]; empty -> 0.
-__global__ void segment_mean_forward_kernel(float* out, const float* x, const int* row_ptr, const int* col_idx,
-                                            int R, int C) {
+__global__ void segment_mean_forward_kernel(float* out, const float* x, const int* row_ptr,
+                                            const int* col_idx, int R, int C) {
   int r = blockIdx.x * (blockDim.x / kWarp) + threadIdx.x / kWarp;
   int lane = threadIdx.x % kWarp;
   if (r >= R) return;
@@ -41,8 +41,8 @@ __global__ void segment_mean_backward_kernel(float* dx, const float* dout, const
 }
 
 // out (R,C) = max over the segment's rows, argmax (R,C) = the x row of the first maximum.
-__global__ void segment_max_forward_kernel(float* out, int* argmax, const float* x, const int* row_ptr,
-                                           const int* col_idx, int R, int C) {
+__global__ void segment_max_forward_kernel(float* out, int* argmax, const float* x,
+                                           const int* row_ptr, const int* col_idx, int R, int C) {
   int r = blockIdx.x * (blockDim.x / kWarp) + threadIdx.x / kWarp;
   int lane = threadIdx.x % kWarp;
   if (r >= R) return;
@@ -65,8 +65,8 @@ __global__ void segment_max_forward_kernel(float* out, int* argmax, const float*
 }
 
 // dx[argmax[r,c], c] += dout[r,c]; one thread per (r, c).
-__global__ void segment_max_backward_kernel(float* dx, const float* dout, const int* argmax, std::size_t n,
-                                            int C) {
+__global__ void segment_max_backward_kernel(float* dx, const float* dout, const int* argmax,
+                                            std::size_t n, int C) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     int a = argmax[i];
@@ -76,20 +76,22 @@ __global__ void segment_max_backward_kernel(float* dx, const float* dout, const 
 
 }  // namespace
 
-void segment_mean_forward(float* out, const float* x, const int* row_ptr, const int* col_idx, int R, int C) {
+void segment_mean_forward(float* out, const float* x, const int* row_ptr, const int* col_idx, int R,
+                          int C) {
   if (R == 0 || C == 0) return;
   segment_mean_forward_kernel<<<rows_grid(R), kRowBlock>>>(out, x, row_ptr, col_idx, R, C);
   GDP_CUDA_CHECK_LAUNCH();
 }
 
-void segment_mean_backward(float* dx, const float* dout, const int* row_ptr, const int* col_idx, int R, int C) {
+void segment_mean_backward(float* dx, const float* dout, const int* row_ptr, const int* col_idx,
+                           int R, int C) {
   if (R == 0 || C == 0) return;
   segment_mean_backward_kernel<<<rows_grid(R), kRowBlock>>>(dx, dout, row_ptr, col_idx, R, C);
   GDP_CUDA_CHECK_LAUNCH();
 }
 
-void segment_max_forward(float* out, int* argmax, const float* x, const int* row_ptr, const int* col_idx, int R,
-                         int C) {
+void segment_max_forward(float* out, int* argmax, const float* x, const int* row_ptr,
+                         const int* col_idx, int R, int C) {
   if (R == 0 || C == 0) return;
   segment_max_forward_kernel<<<rows_grid(R), kRowBlock>>>(out, argmax, x, row_ptr, col_idx, R, C);
   GDP_CUDA_CHECK_LAUNCH();

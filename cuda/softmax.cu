@@ -1,9 +1,9 @@
 // Softmax and log-softmax over the last dim: one warp per row, an online max/sum pass
 // (numerically stable) then a write pass; backward is one dot product per row.
+#include <cfloat>
+
 #include "cuda/common.cuh"
 #include "cuda/kernels.h"
-
-#include <cfloat>
 
 namespace gdp::cuda {
 
@@ -48,7 +48,8 @@ __global__ void softmax_forward_kernel(float* out, const float* x, int N, int C)
 
 // dx (N,C) += y (dout - <dout, y>)  or, for log-softmax, dout - exp(y) sum(dout).
 template <bool kLog>
-__global__ void softmax_backward_kernel(float* dx, const float* dout, const float* y, int N, int C) {
+__global__ void softmax_backward_kernel(float* dx, const float* dout, const float* y, int N,
+                                        int C) {
   int row = blockIdx.x * (blockDim.x / kWarp) + threadIdx.x / kWarp;
   int lane = threadIdx.x % kWarp;
   if (row >= N) return;
@@ -83,8 +84,12 @@ void launch_backward(float* dx, const float* dout, const float* out, int N, int 
 
 }  // namespace
 
-void softmax_forward(float* out, const float* x, int N, int C) { launch_forward<false>(out, x, N, C); }
-void log_softmax_forward(float* out, const float* x, int N, int C) { launch_forward<true>(out, x, N, C); }
+void softmax_forward(float* out, const float* x, int N, int C) {
+  launch_forward<false>(out, x, N, C);
+}
+void log_softmax_forward(float* out, const float* x, int N, int C) {
+  launch_forward<true>(out, x, N, C);
+}
 void softmax_backward(float* dx, const float* out, const float* dout, int N, int C) {
   launch_backward<false>(dx, dout, out, N, C);
 }

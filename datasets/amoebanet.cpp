@@ -16,17 +16,17 @@ namespace {
 enum class CellOp { sep3, sep5, sep7, avg3, max3, none, conv1x7_7x1 };
 
 struct CellSpec {
-  std::vector<CellOp> ops;       // 10: ops[2i], ops[2i+1] combine into hidden state 2 + i
-  std::vector<int> inputs;       // 10: hidden state each op reads
-  std::vector<int> used;         // 7: 1 = not part of the concatenated output
+  std::vector<CellOp> ops;  // 10: ops[2i], ops[2i+1] combine into hidden state 2 + i
+  std::vector<int> inputs;  // 10: hidden state each op reads
+  std::vector<int> used;    // 7: 1 = not part of the concatenated output
 };
 
 const CellSpec& normal_cell() {
   using C = CellOp;
-  static const CellSpec s{{C::avg3, C::max3, C::sep3, C::none, C::none, C::avg3, C::sep3, C::sep5,
-                           C::avg3, C::sep3},
-                          {0, 0, 1, 1, 0, 1, 0, 2, 5, 0},
-                          {1, 0, 1, 0, 0, 1, 0}};
+  static const CellSpec s{
+      {C::avg3, C::max3, C::sep3, C::none, C::none, C::avg3, C::sep3, C::sep5, C::avg3, C::sep3},
+      {0, 0, 1, 1, 0, 1, 0, 2, 5, 0},
+      {1, 0, 1, 0, 0, 1, 0}};
   return s;
 }
 
@@ -41,13 +41,20 @@ const CellSpec& reduction_cell() {
 
 const char* op_name(CellOp op) {
   switch (op) {
-    case CellOp::sep3: return "separable_3x3_2";
-    case CellOp::sep5: return "separable_5x5_2";
-    case CellOp::sep7: return "separable_7x7_2";
-    case CellOp::avg3: return "avg_pool_3x3";
-    case CellOp::max3: return "max_pool_3x3";
-    case CellOp::none: return "none";
-    case CellOp::conv1x7_7x1: return "1x7_7x1";
+    case CellOp::sep3:
+      return "separable_3x3_2";
+    case CellOp::sep5:
+      return "separable_5x5_2";
+    case CellOp::sep7:
+      return "separable_7x7_2";
+    case CellOp::avg3:
+      return "avg_pool_3x3";
+    case CellOp::max3:
+      return "max_pool_3x3";
+    case CellOp::none:
+      return "none";
+    case CellOp::conv1x7_7x1:
+      return "1x7_7x1";
   }
   return "?";
 }
@@ -95,14 +102,16 @@ Tensor apply_op(GraphBuilder& b, Tensor x, CellOp op, int64_t filters, int64_t s
     case CellOp::max3: {
       Tensor y = op == CellOp::avg3 ? b.avg_pool(x, 3, stride, Padding::same, "avg_pool")
                                     : b.max_pool(x, 3, stride, Padding::same, "max_pool");
-      if (b.shape(y)[3] != filters) y = conv_bn(b, y, 1, 1, filters, 1, Padding::same, false, "proj");
+      if (b.shape(y)[3] != filters)
+        y = conv_bn(b, y, 1, 1, filters, 1, Padding::same, false, "proj");
       return y;
     }
     case CellOp::none:
       if (stride == 1 && b.shape(x)[3] == filters) return x;
       return relu_conv_bn(b, x, filters, stride, "proj");
     case CellOp::conv1x7_7x1: {
-      Tensor y = conv_bn(b, b.relu(x, "relu_1"), 1, 7, filters, stride, Padding::same, false, "conv_1x7");
+      Tensor y =
+          conv_bn(b, b.relu(x, "relu_1"), 1, 7, filters, stride, Padding::same, false, "conv_1x7");
       return conv_bn(b, b.relu(y, "relu_2"), 7, 1, filters, 1, Padding::same, false, "conv_7x1");
     }
   }
@@ -149,7 +158,8 @@ void validate_amoebanet(const GenOptions& o) {
   if (o.image_size < 64)
     throw InputError("amoebanet: option 'image_size' must be >= 64 (got " +
                      std::to_string(o.image_size) + ")");
-  if (o.layers < 1) throw InputError("amoebanet: option 'layers' (normal cells per stack) must be >= 1");
+  if (o.layers < 1)
+    throw InputError("amoebanet: option 'layers' (normal cells per stack) must be >= 1");
   if (o.hidden < 8) throw InputError("amoebanet: option 'hidden' (filters F) must be >= 8");
 }
 
@@ -164,7 +174,8 @@ void record_amoebanet(GraphBuilder& b, const AmoebaNetOptions& o) {
   Tensor cur = net;
   int64_t filters = o.filters / 4;
   for (int i = 0; i < 2; ++i) {
-    Tensor out = cell(b, reduction_cell(), prev, cur, filters, true, "stem_cell_" + std::to_string(i));
+    Tensor out =
+        cell(b, reduction_cell(), prev, cur, filters, true, "stem_cell_" + std::to_string(i));
     prev = cur;
     cur = out;
     filters *= 2;
@@ -180,7 +191,8 @@ void record_amoebanet(GraphBuilder& b, const AmoebaNetOptions& o) {
       cur = out;
     }
     for (int64_t n = 0; n < o.normal_cells; ++n) {
-      Tensor out = cell(b, normal_cell(), prev, cur, filters, false, "cell_" + std::to_string(cell_id++));
+      Tensor out =
+          cell(b, normal_cell(), prev, cur, filters, false, "cell_" + std::to_string(cell_id++));
       prev = cur;
       cur = out;
     }
@@ -197,8 +209,9 @@ Graph make_amoebanet(const AmoebaNetOptions& o) {
 ModelSpec amoebanet_spec() {
   ModelSpec m;
   m.name = "amoebanet";
-  m.summary = "AmoebaNet-A CNN, normal + reduction cells (layers = N cells/stack, hidden = F; "
-              "default N 6, F 190, B 16, 331x331)";
+  m.summary =
+      "AmoebaNet-A CNN, normal + reduction cells (layers = N cells/stack, hidden = F; "
+      "default N 6, F 190, B 16, 331x331)";
   m.options = {"batch", "image_size", "layers", "hidden"};
   m.defaults.batch = 16;
   m.defaults.image_size = 331;

@@ -27,8 +27,7 @@ Tensor layer_norm(GraphBuilder& b, Tensor x, int64_t d) {
 }  // namespace
 
 Graph make_bert(const GenOptions& o) {
-  const int64_t L = o.layers, B = o.batch, T = o.seq_len, D = o.hidden, N = o.heads,
-                V = o.vocab;
+  const int64_t L = o.layers, B = o.batch, T = o.seq_len, D = o.hidden, N = o.heads, V = o.vocab;
   const int64_t Dh = D / N, Di = 4 * D, P = 20;  // P: masked positions per sequence
   GraphBuilder b("bert_" + std::to_string(L) + "layer");
   Tensor ids, types, mask_in, mlm_pos, mlm_labels, nsp_labels;
@@ -46,9 +45,9 @@ Graph make_bert(const GenOptions& o) {
     GraphBuilder::Scope s0(b, "bert");
     GraphBuilder::Scope s(b, "embeddings");
     word_table = b.variable("word_embeddings", {V, D});
-    Tensor x = b.embedding_lookup(word_table, ids);                                    // (B, T, D)
+    Tensor x = b.embedding_lookup(word_table, ids);  // (B, T, D)
     Tensor tt = b.embedding_lookup(b.variable("token_type_embeddings", {2, D}), types);
-    Tensor pos = b.slice(b.variable("position_embeddings", {512, D}), 0, 0, T);        // (T, D)
+    Tensor pos = b.slice(b.variable("position_embeddings", {512, D}), 0, 0, T);  // (T, D)
     x = b.add(b.add(x, tt, "add_token_type"), pos, "add_position");
     h = b.dropout(layer_norm(b, x, D));
   }
@@ -70,8 +69,8 @@ Graph make_bert(const GenOptions& o) {
       Tensor k = b.transpose(b.reshape(dense(b, x2, D, D, "key"), {B, T, N, Dh}), {0, 2, 1, 3});
       Tensor v = b.transpose(b.reshape(dense(b, x2, D, D, "value"), {B, T, N, Dh}), {0, 2, 1, 3});
       Tensor score = b.mul(b.batch_matmul(q, k, false, true, "scores"), inv_sqrt, "scale");
-      Tensor prob = b.dropout(b.softmax(b.add(score, mask_in, "add_mask")));   // (B, N, T, T)
-      Tensor ctx = b.batch_matmul(prob, v, false, false, "context");           // (B, N, T, Dh)
+      Tensor prob = b.dropout(b.softmax(b.add(score, mask_in, "add_mask")));  // (B, N, T, T)
+      Tensor ctx = b.batch_matmul(prob, v, false, false, "context");          // (B, N, T, Dh)
       ctx = b.reshape(b.transpose(ctx, {0, 2, 1, 3}), {B * T, D});
       GraphBuilder::Scope so(b, "output");
       attn = layer_norm(b, b.add(b.dropout(dense(b, ctx, D, D, "dense")), x2, "residual"), D);
@@ -139,7 +138,8 @@ void validate_bert(const GenOptions& o) {
 ModelSpec bert_spec() {
   ModelSpec m;
   m.name = "bert";
-  m.summary = "BERT pre-training (default base: 12 layers, D 768, 12 heads, vocab 30522, T 128, B 32)";
+  m.summary =
+      "BERT pre-training (default base: 12 layers, D 768, 12 heads, vocab 30522, T 128, B 32)";
   m.options = {"layers", "batch", "seq_len", "hidden", "heads", "vocab"};
   m.defaults.layers = 12;
   m.defaults.batch = 32;

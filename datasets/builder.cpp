@@ -228,8 +228,8 @@ Tensor GraphBuilder::matmul(Tensor a, Tensor b, bool ta, bool tb, const std::str
   const auto& sa = shape(a);
   const auto& sb = shape(b);
   if (sa.size() != 2 || sb.size() != 2)
-    throw InputError("GraphBuilder::matmul: 2-D operands expected, got " + shape_str(sa) +
-                     " x " + shape_str(sb));
+    throw InputError("GraphBuilder::matmul: 2-D operands expected, got " + shape_str(sa) + " x " +
+                     shape_str(sb));
   int64_t m = ta ? sa[1] : sa[0], k = ta ? sa[0] : sa[1];
   int64_t k2 = tb ? sb[1] : sb[0], n = tb ? sb[0] : sb[1];
   if (k != k2)
@@ -251,13 +251,13 @@ Tensor GraphBuilder::batch_matmul(Tensor a, Tensor b, bool adj_a, bool adj_b,
   const auto sa = shape(a);
   const auto sb = shape(b);
   if (sa.size() < 3 || sa.size() != sb.size())
-    throw InputError("GraphBuilder::batch_matmul: equal rank >= 3 expected, got " +
-                     shape_str(sa) + " x " + shape_str(sb));
+    throw InputError("GraphBuilder::batch_matmul: equal rank >= 3 expected, got " + shape_str(sa) +
+                     " x " + shape_str(sb));
   size_t r = sa.size();
   for (size_t i = 0; i + 2 < r; ++i)
     if (sa[i] != sb[i])
-      throw InputError("GraphBuilder::batch_matmul: batch dims differ: " + shape_str(sa) +
-                       " x " + shape_str(sb));
+      throw InputError("GraphBuilder::batch_matmul: batch dims differ: " + shape_str(sa) + " x " +
+                       shape_str(sb));
   int64_t m = adj_a ? sa[r - 1] : sa[r - 2], k = adj_a ? sa[r - 2] : sa[r - 1];
   int64_t k2 = adj_b ? sb[r - 1] : sb[r - 2], n = adj_b ? sb[r - 2] : sb[r - 1];
   if (k != k2)
@@ -482,8 +482,9 @@ Tensor GraphBuilder::depthwise_conv2d(Tensor x, Tensor w, int64_t stride, Paddin
   const auto sx = shape(x);
   const auto sk = shape(w);
   if (sx.size() != 4 || sk.size() != 4 || sk[2] != sx[3] || stride < 1 || dilation < 1)
-    throw InputError("GraphBuilder::depthwise_conv2d: x (N,H,W,C) and w (Kh,Kw,C,M) expected, got " +
-                     shape_str(sx) + " and " + shape_str(sk));
+    throw InputError(
+        "GraphBuilder::depthwise_conv2d: x (N,H,W,C) and w (Kh,Kw,C,M) expected, got " +
+        shape_str(sx) + " and " + shape_str(sk));
   int64_t ho = conv_out_size(sx[1], sk[0], stride, dilation, p);
   int64_t wo = conv_out_size(sx[2], sk[1], stride, dilation, p);
   if (ho <= 0 || wo <= 0)
@@ -691,8 +692,9 @@ Tensor GraphBuilder::embedding_lookup(Tensor table, Tensor ids, const std::strin
 Tensor GraphBuilder::softmax_cross_entropy(Tensor logits, Tensor labels, const std::string& name) {
   const auto sl = shape(logits);
   if (sl.size() != 2 || shape(labels) != std::vector<int64_t>{sl[0]})
-    throw InputError("GraphBuilder::softmax_cross_entropy: logits (B, C) and labels (B) expected, got " +
-                     shape_str(sl) + " and " + shape_str(shape(labels)));
+    throw InputError(
+        "GraphBuilder::softmax_cross_entropy: logits (B, C) and labels (B) expected, got " +
+        shape_str(sl) + " and " + shape_str(shape(labels)));
   double n = d(numel(sl));
   OpSpec s;
   s.type = "SparseSoftmaxCrossEntropyWithLogits";

@@ -34,7 +34,7 @@ int64_t numel(const std::vector<int64_t>& shape);
 int64_t tensor_bytes(const std::vector<int64_t>& shape, DType dtype);
 double matmul_flops(int64_t m, int64_t n, int64_t k);  // 2mnk
 double conv2d_flops(int64_t n, int64_t ho, int64_t wo, int64_t kh, int64_t kw, int64_t cin,
-                    int64_t cout);                      // 2*N*Ho*Wo*Kh*Kw*Cin*Cout
+                    int64_t cout);  // 2*N*Ho*Wo*Kh*Kw*Cin*Cout
 // prefix + decimal k ("t" + 7 -> "t7"), for step and layer scopes. (Out of line: GCC 12
 // warns falsely (-Wrestrict) on an inlined `"t" + std::to_string(k)`.)
 std::string indexed(const std::string& prefix, int64_t k);
@@ -42,9 +42,8 @@ std::string indexed(const std::string& prefix, int64_t k);
 int64_t conv_out_size(int64_t in, int64_t kernel, int64_t stride, int64_t dilation, Padding p);
 
 // Per-element flop costs used by the helpers.
-constexpr double kFlopsAdd = 1, kFlopsMul = 1, kFlopsRelu = 1, kFlopsSigmoid = 4,
-                 kFlopsTanh = 4, kFlopsGelu = 8, kFlopsExp = 4, kFlopsSoftmax = 5,
-                 kFlopsNorm = 8, kFlopsAdam = 12;
+constexpr double kFlopsAdd = 1, kFlopsMul = 1, kFlopsRelu = 1, kFlopsSigmoid = 4, kFlopsTanh = 4,
+                 kFlopsGelu = 8, kFlopsExp = 4, kFlopsSoftmax = 5, kFlopsNorm = 8, kFlopsAdam = 12;
 
 // One gradient op of a forward op. It consumes the upstream gradients of the forward op's
 // outputs (those that receive a gradient) and the saved forward tensors listed here, and
@@ -60,14 +59,14 @@ struct GradSpec {
 
 // A forward op as recorded by a generator.
 struct OpSpec {
-  std::string type;                  // "MatMul", "Conv2D", ...
-  std::string name;                  // relative to the current scope; made unique (_1, _2, ...)
+  std::string type;  // "MatMul", "Conv2D", ...
+  std::string name;  // relative to the current scope; made unique (_1, _2, ...)
   std::vector<Tensor> inputs;
-  std::vector<TensorSpec> outputs;   // bytes computed from shape and dtype when 0
+  std::vector<TensorSpec> outputs;  // bytes computed from shape and dtype when 0
   double flops = 0;
-  double extra_bytes = 0;            // accessed beyond inputs + outputs
+  double extra_bytes = 0;  // accessed beyond inputs + outputs
   int64_t temp_bytes = 0;
-  std::vector<GradSpec> grads;       // empty: no gradient flows through this op
+  std::vector<GradSpec> grads;  // empty: no gradient flows through this op
 };
 
 class GraphBuilder {
@@ -86,6 +85,7 @@ class GraphBuilder {
     ~Scope() { b_.pop_scope(); }
     Scope(const Scope&) = delete;
     Scope& operator=(const Scope&) = delete;
+
    private:
     GraphBuilder& b_;
   };
@@ -138,8 +138,7 @@ class GraphBuilder {
   // ---- Convolutions and pooling (NHWC) ----
   // x (N, H, W, Cin), w (Kh, Kw, Cin, Cout) -> (N, Ho, Wo, Cout).
   Tensor conv2d(Tensor x, Tensor w, int64_t stride_h, int64_t stride_w, Padding p,
-                int64_t dilation_h = 1, int64_t dilation_w = 1,
-                const std::string& name = "Conv2D");
+                int64_t dilation_h = 1, int64_t dilation_w = 1, const std::string& name = "Conv2D");
   // x (N, H, W, C), w (Kh, Kw, C, M) -> (N, Ho, Wo, C*M).
   Tensor depthwise_conv2d(Tensor x, Tensor w, int64_t stride, Padding p, int64_t dilation = 1,
                           const std::string& name = "DepthwiseConv2dNative");
@@ -153,7 +152,8 @@ class GraphBuilder {
   Tensor transpose(Tensor x, const std::vector<int32_t>& perm,
                    const std::string& name = "Transpose");
   Tensor concat(const std::vector<Tensor>& xs, int32_t axis, const std::string& name = "ConcatV2");
-  std::vector<Tensor> split(Tensor x, int32_t axis, int32_t parts, const std::string& name = "Split");
+  std::vector<Tensor> split(Tensor x, int32_t axis, int32_t parts,
+                            const std::string& name = "Split");
   Tensor slice(Tensor x, int32_t axis, int64_t begin, int64_t size,
                const std::string& name = "Slice");
   // Mean over the given axes (removed from the shape).
@@ -177,20 +177,20 @@ class GraphBuilder {
   // Forward ops only (inference graph). Finalized.
   Graph build_forward_graph() const;
 
-  int64_t parameter_count() const;   // elements over all variables
-  double forward_flops() const;      // sum over recorded forward ops
+  int64_t parameter_count() const;  // elements over all variables
+  double forward_flops() const;     // sum over recorded forward ops
 
  private:
   struct FwdOp {
-    Op op;                             // phase forward, scoped name, outputs, costs
+    Op op;  // phase forward, scoped name, outputs, costs
     std::vector<Tensor> inputs;
     std::vector<GradSpec> grads;
     std::vector<bool> out_requires_grad;
-    int32_t variable = -1;             // index into vars_ when this is the read op
+    int32_t variable = -1;  // index into vars_ when this is the read op
   };
   struct Var {
-    std::string name;                  // full scoped name, the colocation group
-    int32_t var_op = -1, read_op = -1; // forward op indices
+    std::string name;                   // full scoped name, the colocation group
+    int32_t var_op = -1, read_op = -1;  // forward op indices
     int64_t bytes = 0, elements = 0;
   };
 

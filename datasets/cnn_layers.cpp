@@ -22,8 +22,8 @@ Tensor conv_bn(GraphBuilder& b, Tensor x, int64_t kh, int64_t kw, int64_t cout, 
   return relu ? b.relu(y) : y;
 }
 
-Tensor conv_bias(GraphBuilder& b, Tensor x, int64_t kh, int64_t kw, int64_t cout,
-                 int64_t stride, Padding p, int64_t dilation_w, const std::string& name) {
+Tensor conv_bias(GraphBuilder& b, Tensor x, int64_t kh, int64_t kw, int64_t cout, int64_t stride,
+                 Padding p, int64_t dilation_w, const std::string& name) {
   GraphBuilder::Scope s(b, name);
   const int64_t cin = b.shape(x).back();
   Tensor w = b.variable("weights", {kh, kw, cin, cout});

@@ -15,8 +15,8 @@ namespace gdp::datasets {
 Tensor conv_bn(GraphBuilder& b, Tensor x, int64_t kh, int64_t kw, int64_t cout, int64_t stride,
                Padding p, bool relu, const std::string& name);
 // Same as conv_bn with the conv followed by a bias add instead of batch norm (no ReLU).
-Tensor conv_bias(GraphBuilder& b, Tensor x, int64_t kh, int64_t kw, int64_t cout,
-                 int64_t stride, Padding p, int64_t dilation_w, const std::string& name);
+Tensor conv_bias(GraphBuilder& b, Tensor x, int64_t kh, int64_t kw, int64_t cout, int64_t stride,
+                 Padding p, int64_t dilation_w, const std::string& name);
 // In scope `name`: depthwise (k, k, C, 1) with stride, then pointwise (1, 1, C, cout), then
 // batch norm. x (N, H, W, C) -> (N, Ho, Wo, cout).
 Tensor separable_conv_bn(GraphBuilder& b, Tensor x, int64_t k, int64_t cout, int64_t stride,

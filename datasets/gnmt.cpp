@@ -28,11 +28,11 @@ Tensor attend(GraphBuilder& b, Tensor query, Tensor keys, Tensor memory,
               const AttentionWeights& a) {
   const auto s = b.shape(keys);  // (B, S, H)
   Tensor q = b.reshape(b.matmul(query, a.w_query, false, false, "query"), {s[0], 1, s[2]});
-  Tensor sq = b.reduce_sum(b.mul(a.v, a.v, "square_v"), {0}, "sum_square_v");   // ()
+  Tensor sq = b.reduce_sum(b.mul(a.v, a.v, "square_v"), {0}, "sum_square_v");  // ()
   Tensor inv_norm = b.unary("Rsqrt", sq, 4, true, "rsqrt");
-  Tensor normed_v = b.mul(b.mul(a.g, a.v, "g_v"), inv_norm, "normed_v");       // (H)
-  Tensor e = b.tanh(b.add(b.add(keys, q, "add_query"), a.bias, "add_bias"));   // (B, S, H)
-  Tensor score = b.reduce_sum(b.mul(e, normed_v, "mul_v"), {2}, "score");      // (B, S)
+  Tensor normed_v = b.mul(b.mul(a.g, a.v, "g_v"), inv_norm, "normed_v");      // (H)
+  Tensor e = b.tanh(b.add(b.add(keys, q, "add_query"), a.bias, "add_bias"));  // (B, S, H)
+  Tensor score = b.reduce_sum(b.mul(e, normed_v, "mul_v"), {2}, "score");     // (B, S)
   Tensor align = b.reshape(b.softmax(score, "alignments"), {s[0], 1, s[1]});
   Tensor ctx = b.batch_matmul(align, memory, false, false, "context");  // (B, 1, H)
   return b.reshape(ctx, {s[0], s[2]}, "context_2d");
@@ -41,8 +41,7 @@ Tensor attend(GraphBuilder& b, Tensor query, Tensor keys, Tensor memory,
 }  // namespace
 
 Graph make_gnmt(const GenOptions& o) {
-  const int64_t L = o.layers, B = o.batch, S = o.seq_len, T = o.seq_len, H = o.hidden,
-                V = o.vocab;
+  const int64_t L = o.layers, B = o.batch, S = o.seq_len, T = o.seq_len, H = o.hidden, V = o.vocab;
   GraphBuilder b("gnmt_" + std::to_string(L) + "layer");
   Tensor src, tgt_in, labels;
   {
@@ -110,10 +109,12 @@ Graph make_gnmt(const GenOptions& o) {
     GraphBuilder::Scope sd(b, "decoder");
     GraphBuilder::Scope sa(b, "attention");
     std::vector<Tensor> parts;
-    for (int64_t t = 0; t < S; ++t) parts.push_back(b.reshape(xs[t], {B, 1, H}, "expand_" + std::to_string(t)));
+    for (int64_t t = 0; t < S; ++t)
+      parts.push_back(b.reshape(xs[t], {B, 1, H}, "expand_" + std::to_string(t)));
     memory = b.concat(parts, 1, "memory");  // (B, S, H)
     Tensor w_mem = b.variable("memory_layer", {H, H});
-    keys = b.reshape(b.matmul(b.reshape(memory, {B * S, H}), w_mem, false, false, "keys"), {B, S, H});
+    keys =
+        b.reshape(b.matmul(b.reshape(memory, {B * S, H}), w_mem, false, false, "keys"), {B, S, H});
     att.w_query = b.variable("query_layer", {H, H});
     att.v = b.variable("attention_v", {H});
     att.g = b.variable("attention_g", {});
@@ -191,7 +192,9 @@ void validate_gnmt(const GenOptions& o) {
 ModelSpec gnmt_spec() {
   ModelSpec m;
   m.name = "gnmt";
-  m.summary = "GNMT encoder/decoder with attention, unrolled (layers 2|4|8; default 8, H 1024, T 70, B 128)";
+  m.summary =
+      "GNMT encoder/decoder with attention, unrolled (layers 2|4|8; default 8, H 1024, T 70, B "
+      "128)";
   m.options = {"layers", "batch", "seq_len", "hidden", "vocab"};
   m.defaults.layers = 8;
   m.defaults.batch = 128;

@@ -24,7 +24,10 @@ Tensor cbr(GraphBuilder& b, Tensor x, int64_t kh, int64_t kw, int64_t c, const s
 Tensor inception_a(GraphBuilder& b, Tensor x, int64_t pool_features, const std::string& name) {
   GraphBuilder::Scope s(b, name);
   Tensor b0, b1, b2, b3;
-  { GraphBuilder::Scope t(b, "Branch_0"); b0 = cbr(b, x, 1, 1, 64, "Conv2d_0a_1x1"); }
+  {
+    GraphBuilder::Scope t(b, "Branch_0");
+    b0 = cbr(b, x, 1, 1, 64, "Conv2d_0a_1x1");
+  }
   {
     GraphBuilder::Scope t(b, "Branch_1");
     b1 = cbr(b, x, 1, 1, 48, "Conv2d_0a_1x1");
@@ -48,14 +51,20 @@ Tensor inception_a(GraphBuilder& b, Tensor x, int64_t pool_features, const std::
 Tensor reduction_a(GraphBuilder& b, Tensor x) {
   GraphBuilder::Scope s(b, "Mixed_6a");
   Tensor b0, b1, b2;
-  { GraphBuilder::Scope t(b, "Branch_0"); b0 = cbr(b, x, 3, 3, 384, "Conv2d_1a_1x1", 2, P::valid); }
+  {
+    GraphBuilder::Scope t(b, "Branch_0");
+    b0 = cbr(b, x, 3, 3, 384, "Conv2d_1a_1x1", 2, P::valid);
+  }
   {
     GraphBuilder::Scope t(b, "Branch_1");
     b1 = cbr(b, x, 1, 1, 64, "Conv2d_0a_1x1");
     b1 = cbr(b, b1, 3, 3, 96, "Conv2d_0b_3x3");
     b1 = cbr(b, b1, 3, 3, 96, "Conv2d_1a_1x1", 2, P::valid);
   }
-  { GraphBuilder::Scope t(b, "Branch_2"); b2 = b.max_pool(x, 3, 2, P::valid, "MaxPool_1a_3x3"); }
+  {
+    GraphBuilder::Scope t(b, "Branch_2");
+    b2 = b.max_pool(x, 3, 2, P::valid, "MaxPool_1a_3x3");
+  }
   return b.concat({b0, b1, b2}, 3, "concat");
 }
 
@@ -63,7 +72,10 @@ Tensor reduction_a(GraphBuilder& b, Tensor x) {
 Tensor inception_c(GraphBuilder& b, Tensor x, int64_t c7, const std::string& name) {
   GraphBuilder::Scope s(b, name);
   Tensor b0, b1, b2, b3;
-  { GraphBuilder::Scope t(b, "Branch_0"); b0 = cbr(b, x, 1, 1, 192, "Conv2d_0a_1x1"); }
+  {
+    GraphBuilder::Scope t(b, "Branch_0");
+    b0 = cbr(b, x, 1, 1, 192, "Conv2d_0a_1x1");
+  }
   {
     GraphBuilder::Scope t(b, "Branch_1");
     b1 = cbr(b, x, 1, 1, c7, "Conv2d_0a_1x1");
@@ -102,7 +114,10 @@ Tensor reduction_b(GraphBuilder& b, Tensor x) {
     b1 = cbr(b, b1, 7, 1, 192, "Conv2d_0c_7x1");
     b1 = cbr(b, b1, 3, 3, 192, "Conv2d_1a_3x3", 2, P::valid);
   }
-  { GraphBuilder::Scope t(b, "Branch_2"); b2 = b.max_pool(x, 3, 2, P::valid, "MaxPool_1a_3x3"); }
+  {
+    GraphBuilder::Scope t(b, "Branch_2");
+    b2 = b.max_pool(x, 3, 2, P::valid, "MaxPool_1a_3x3");
+  }
   return b.concat({b0, b1, b2}, 3, "concat");
 }
 
@@ -110,19 +125,22 @@ Tensor reduction_b(GraphBuilder& b, Tensor x) {
 Tensor inception_e(GraphBuilder& b, Tensor x, const std::string& name) {
   GraphBuilder::Scope s(b, name);
   Tensor b0, b1, b2, b3;
-  { GraphBuilder::Scope t(b, "Branch_0"); b0 = cbr(b, x, 1, 1, 320, "Conv2d_0a_1x1"); }
+  {
+    GraphBuilder::Scope t(b, "Branch_0");
+    b0 = cbr(b, x, 1, 1, 320, "Conv2d_0a_1x1");
+  }
   {
     GraphBuilder::Scope t(b, "Branch_1");
     Tensor y = cbr(b, x, 1, 1, 384, "Conv2d_0a_1x1");
-    b1 = b.concat({cbr(b, y, 1, 3, 384, "Conv2d_0b_1x3"), cbr(b, y, 3, 1, 384, "Conv2d_0b_3x1")},
-                  3, "concat");
+    b1 = b.concat({cbr(b, y, 1, 3, 384, "Conv2d_0b_1x3"), cbr(b, y, 3, 1, 384, "Conv2d_0b_3x1")}, 3,
+                  "concat");
   }
   {
     GraphBuilder::Scope t(b, "Branch_2");
     Tensor y = cbr(b, x, 1, 1, 448, "Conv2d_0a_1x1");
     y = cbr(b, y, 3, 3, 384, "Conv2d_0b_3x3");
-    b2 = b.concat({cbr(b, y, 1, 3, 384, "Conv2d_0c_1x3"), cbr(b, y, 3, 1, 384, "Conv2d_0d_3x1")},
-                  3, "concat");
+    b2 = b.concat({cbr(b, y, 1, 3, 384, "Conv2d_0c_1x3"), cbr(b, y, 3, 1, 384, "Conv2d_0d_3x1")}, 3,
+                  "concat");
   }
   {
     GraphBuilder::Scope t(b, "Branch_3");
@@ -144,24 +162,24 @@ void validate_inception(const GenOptions& o) {
 void record_inception_v3(GraphBuilder& b, const InceptionV3Options& o) {
   GraphBuilder::Scope top(b, "InceptionV3");
   Tensor x = b.input("images", {o.batch, o.image_size, o.image_size, 3});
-  x = cbr(b, x, 3, 3, 32, "Conv2d_1a_3x3", 2, P::valid);  // 149x149x32
-  x = cbr(b, x, 3, 3, 32, "Conv2d_2a_3x3", 1, P::valid);  // 147x147x32
-  x = cbr(b, x, 3, 3, 64, "Conv2d_2b_3x3");               // 147x147x64
-  x = b.max_pool(x, 3, 2, P::valid, "MaxPool_3a_3x3");   // 73x73x64
-  x = cbr(b, x, 1, 1, 80, "Conv2d_3b_1x1", 1, P::valid);  // 73x73x80
-  x = cbr(b, x, 3, 3, 192, "Conv2d_4a_3x3", 1, P::valid); // 71x71x192
-  x = b.max_pool(x, 3, 2, P::valid, "MaxPool_5a_3x3");   // 35x35x192
-  x = inception_a(b, x, 32, "Mixed_5b");                  // 35x35x256
-  x = inception_a(b, x, 64, "Mixed_5c");                  // 35x35x288
-  x = inception_a(b, x, 64, "Mixed_5d");                  // 35x35x288
-  x = reduction_a(b, x);                                  // 17x17x768
+  x = cbr(b, x, 3, 3, 32, "Conv2d_1a_3x3", 2, P::valid);   // 149x149x32
+  x = cbr(b, x, 3, 3, 32, "Conv2d_2a_3x3", 1, P::valid);   // 147x147x32
+  x = cbr(b, x, 3, 3, 64, "Conv2d_2b_3x3");                // 147x147x64
+  x = b.max_pool(x, 3, 2, P::valid, "MaxPool_3a_3x3");     // 73x73x64
+  x = cbr(b, x, 1, 1, 80, "Conv2d_3b_1x1", 1, P::valid);   // 73x73x80
+  x = cbr(b, x, 3, 3, 192, "Conv2d_4a_3x3", 1, P::valid);  // 71x71x192
+  x = b.max_pool(x, 3, 2, P::valid, "MaxPool_5a_3x3");     // 35x35x192
+  x = inception_a(b, x, 32, "Mixed_5b");                   // 35x35x256
+  x = inception_a(b, x, 64, "Mixed_5c");                   // 35x35x288
+  x = inception_a(b, x, 64, "Mixed_5d");                   // 35x35x288
+  x = reduction_a(b, x);                                   // 17x17x768
   x = inception_c(b, x, 128, "Mixed_6b");
   x = inception_c(b, x, 160, "Mixed_6c");
   x = inception_c(b, x, 160, "Mixed_6d");
-  x = inception_c(b, x, 192, "Mixed_6e");                 // 17x17x768
-  x = reduction_b(b, x);                                  // 8x8x1280
-  x = inception_e(b, x, "Mixed_7b");                      // 8x8x2048
-  x = inception_e(b, x, "Mixed_7c");                      // 8x8x2048
+  x = inception_c(b, x, 192, "Mixed_6e");  // 17x17x768
+  x = reduction_b(b, x);                   // 8x8x1280
+  x = inception_e(b, x, "Mixed_7b");       // 8x8x2048
+  x = inception_e(b, x, "Mixed_7c");       // 8x8x2048
   classifier_head(b, x, o.classes, true);
 }
 

@@ -20,7 +20,7 @@ Graph make_random_layered_graph(const RandomGraphSpec& spec) {
     op.id = i;
     op.name = "op" + std::to_string(i);
     op.type = kTypes[rng.below(6)];
-    op.flops = 1e6 * (1.0 + 999.0 * rng.uniform());         // 1e6 .. 1e9
+    op.flops = 1e6 * (1.0 + 999.0 * rng.uniform());          // 1e6 .. 1e9
     op.bytes_accessed = 1e5 * (1.0 + 99.0 * rng.uniform());  // 1e5 .. 1e7
     TensorSpec t;
     int64_t elems = 1024 + rng.below(256 * 1024);
@@ -39,7 +39,10 @@ Graph make_random_layered_graph(const RandomGraphSpec& spec) {
     // In-degree 1 + Poisson-like extra so that the mean is edges_per_op.
     int32_t k = 1;
     double extra = std::max(0.0, spec.edges_per_op - 1.0);
-    while (extra >= 1.0) { ++k; extra -= 1.0; }
+    while (extra >= 1.0) {
+      ++k;
+      extra -= 1.0;
+    }
     if (rng.uniform() < extra) ++k;
     k = std::min(k, hi - lo);
     srcs.clear();

@@ -12,10 +12,10 @@ namespace gdp::datasets {
 
 struct RandomGraphSpec {
   int32_t num_ops = 1000;
-  double edges_per_op = 2.0;   // average in-degree of ops past the first layer
-  int32_t layer_width = 32;    // ops per layer
-  int32_t lookback_layers = 3; // inputs come from the previous few layers
-  double param_fraction = 0.1; // share of ops holding parameters
+  double edges_per_op = 2.0;    // average in-degree of ops past the first layer
+  int32_t layer_width = 32;     // ops per layer
+  int32_t lookback_layers = 3;  // inputs come from the previous few layers
+  double param_fraction = 0.1;  // share of ops holding parameters
   uint64_t seed = 1;
 };
 

@@ -132,7 +132,7 @@ class Net {
     }
     Tensor ids = b_.input("ids", {d_.batch, d_.seq}, DType::i32);
     Tensor table = b_.variable("embedding", {d_.vocab, d_.width});
-    Tensor e = b_.embedding_lookup(table, ids);                    // (B, T, D)
+    Tensor e = b_.embedding_lookup(table, ids);                      // (B, T, D)
     return b_.reshape(e, {d_.batch * d_.seq, d_.width}, "flatten");  // (B*T, D)
   }
 
@@ -145,8 +145,8 @@ class Net {
   Tensor merge(std::vector<Tensor> xs) {
     if (xs.size() == 1) return xs[0];
     GraphBuilder::Scope s(b_, fresh("merge"));
-    size_t kind = xs.size() == 2 ? r_->weighted({0.55, 0.1, 0.2, 0.15})
-                                 : (r_->chance(0.65) ? 3 : 2);
+    size_t kind =
+        xs.size() == 2 ? r_->weighted({0.55, 0.1, 0.2, 0.15}) : (r_->chance(0.65) ? 3 : 2);
     if (kind == 0) return b_.add(xs[0], xs[1]);
     if (kind == 1) return b_.mul(xs[0], xs[1]);
     if (kind == 3) return b_.add_n(xs);
@@ -178,7 +178,8 @@ class Net {
       return y;
     }
     const int64_t w = b_.shape(x).back();
-    const int64_t nw = r_->chance(0.5) ? std::min(2 * w, d_.width_max) : std::max<int64_t>(32, w / 2);
+    const int64_t nw =
+        r_->chance(0.5) ? std::min(2 * w, d_.width_max) : std::max<int64_t>(32, w / 2);
     return b_.relu(dense(b_, x, nw, "dense"));
   }
 
@@ -222,7 +223,7 @@ class Net {
     Tensor q = heads("query"), k = heads("key"), v = heads("value");
     Tensor scores = b_.batch_matmul(q, k, false, true, "scores");  // (B, T, T)
     Tensor p = b_.softmax(scores);
-    Tensor ctx = b_.batch_matmul(p, v, false, false, "context");   // (B, T, D)
+    Tensor ctx = b_.batch_matmul(p, v, false, false, "context");  // (B, T, D)
     return dense(b_, b_.reshape(ctx, {d_.batch * d_.seq, w}, "merge_heads"), w, "output");
   }
 
@@ -245,11 +246,18 @@ class Net {
         const int64_t k = r_->pick(std::vector<int64_t>{1, 3});
         return b_.conv2d(x, b_.variable("weights", {k, k, c, c}), 1, 1, Padding::same);
       }
-      case 2: return separable_conv_bn(b_, b_.relu(x), r_->pick(std::vector<int64_t>{3, 5}), c, 1, "sep_conv");
-      case 3: return batch_norm_vars(b_, x);
-      case 4: return b_.relu(x);
-      case 5: return r_->chance(0.5) ? b_.max_pool(x, 3, 1, Padding::same) : b_.avg_pool(x, 3, 1, Padding::same);
-      case 6: return r_->chance(0.5) ? b_.tanh(x) : b_.sigmoid(x);
+      case 2:
+        return separable_conv_bn(b_, b_.relu(x), r_->pick(std::vector<int64_t>{3, 5}), c, 1,
+                                 "sep_conv");
+      case 3:
+        return batch_norm_vars(b_, x);
+      case 4:
+        return b_.relu(x);
+      case 5:
+        return r_->chance(0.5) ? b_.max_pool(x, 3, 1, Padding::same)
+                               : b_.avg_pool(x, 3, 1, Padding::same);
+      case 6:
+        return r_->chance(0.5) ? b_.tanh(x) : b_.sigmoid(x);
       case 7: {
         const int64_t k = r_->pick(std::vector<int64_t>{1, 3});
         return conv_bias(b_, x, k, k, c, 1, Padding::same, 1, "conv_bias");
@@ -262,14 +270,16 @@ class Net {
         g = b_.reshape(g, {sx[0], 1, 1, c}, "gate_reshape");
         return b_.mul(x, g, "excite");
       }
-      default: return b_.dropout(x);
+      default:
+        return b_.dropout(x);
     }
   }
 
   Tensor sequence_layer(Tensor x) {
     const int64_t w = b_.shape(x).back();
     switch (r_->weighted({0.22, 0.15, 0.12, 0.18, 0.08, 0.10, 0.04, 0.06, 0.05})) {
-      case 0: return dense(b_, x, w, "dense");
+      case 0:
+        return dense(b_, x, w, "dense");
       case 1: {
         Tensor y = dense(b_, x, w, "dense");
         return r_->chance(0.5) ? b_.relu(y) : r_->chance(0.5) ? b_.gelu(y) : b_.tanh(y);
@@ -283,11 +293,16 @@ class Net {
         size_t k = r_->weighted({0.35, 0.25, 0.2, 0.2});
         return k == 0 ? b_.relu(x) : k == 1 ? b_.gelu(x) : k == 2 ? b_.tanh(x) : b_.sigmoid(x);
       }
-      case 4: return b_.dropout(x);
-      case 5: return ffn(x, 4);
-      case 6: return b_.softmax(x);
-      case 7: return b_.mul(x, b_.sigmoid(dense(b_, x, w, "gate")), "glu");
-      default: return attention(x);
+      case 4:
+        return b_.dropout(x);
+      case 5:
+        return ffn(x, 4);
+      case 6:
+        return b_.softmax(x);
+      case 7:
+        return b_.mul(x, b_.sigmoid(dense(b_, x, w, "gate")), "glu");
+      default:
+        return attention(x);
     }
   }
 
@@ -355,7 +370,8 @@ Tensor series_parallel(Net& n, Tensor x, int64_t target_ops) {
   Rng& r = n.rng();
   const int64_t stage_len = r.uniform_int(2, 8);
   // Segments of up to 16 layers; small graphs get small segments so the target is reachable.
-  const int64_t max_size = std::min<int64_t>(r.uniform_int(4, 16), std::max<int64_t>(3, target_ops / 40));
+  const int64_t max_size =
+      std::min<int64_t>(r.uniform_int(4, 16), std::max<int64_t>(3, target_ops / 40));
   for (int64_t u = 0; n.more(u); ++u) {
     GraphBuilder::Scope s(n.b(), "unit_" + std::to_string(u));
     if (u > 0 && u % stage_len == 0 && n.can_transition()) x = n.transition(x);
@@ -374,12 +390,13 @@ Tensor block_chain(Net& n, Tensor x, int64_t target_ops) {
   // Graphs under 300 ops only take the small templates (a large block alone would overshoot).
   const bool small = target_ops < 300;
   const Block kind =
-      vision ? (small ? r.pick(std::vector<Block>{Block::basic, Block::inverted, Block::random})
-                      : r.pick(std::vector<Block>{Block::basic, Block::bottleneck, Block::inception,
-                                                  Block::inverted, Block::random}))
-             : (small ? r.pick(std::vector<Block>{Block::recurrent, Block::random})
-                      : r.pick(std::vector<Block>{Block::transformer, Block::recurrent,
-                                                  Block::random}));
+      vision
+          ? (small ? r.pick(std::vector<Block>{Block::basic, Block::inverted, Block::random})
+                   : r.pick(std::vector<Block>{Block::basic, Block::bottleneck, Block::inception,
+                                               Block::inverted, Block::random}))
+          : (small
+                 ? r.pick(std::vector<Block>{Block::recurrent, Block::random})
+                 : r.pick(std::vector<Block>{Block::transformer, Block::recurrent, Block::random}));
   const int64_t stage_len = r.uniform_int(2, 8);
   const uint64_t template_seed = r.next_u64();
   const int64_t template_size = small ? r.uniform_int(2, 4) : r.uniform_int(4, 12);
@@ -470,8 +487,8 @@ NasCell sample_cell(Rng& r, int nodes) {
   for (int i = 0; i < nodes; ++i)
     for (int side = 0; side < 2; ++side) {
       c.in.push_back(static_cast<int>(r.uniform_int(0, i + 1)));
-      c.ops.push_back(r.pick(std::vector<NasOp>{NasOp::sep3, NasOp::sep5, NasOp::avg3,
-                                                NasOp::max3, NasOp::identity}));
+      c.ops.push_back(r.pick(
+          std::vector<NasOp>{NasOp::sep3, NasOp::sep5, NasOp::avg3, NasOp::max3, NasOp::identity}));
     }
   return c;
 }
@@ -481,8 +498,10 @@ Tensor nas_op(GraphBuilder& b, Tensor x, NasOp op, int64_t c, int64_t stride) {
     case NasOp::sep3:
     case NasOp::sep5:
       return separable_conv_bn(b, b.relu(x), op == NasOp::sep3 ? 3 : 5, c, stride, "sep_conv");
-    case NasOp::avg3: return b.avg_pool(x, 3, stride, Padding::same);
-    case NasOp::max3: return b.max_pool(x, 3, stride, Padding::same);
+    case NasOp::avg3:
+      return b.avg_pool(x, 3, stride, Padding::same);
+    case NasOp::max3:
+      return b.max_pool(x, 3, stride, Padding::same);
     case NasOp::identity:
       if (stride == 1) return x;
       return conv_bn(b, b.relu(x), 1, 1, c, stride, Padding::same, false, "reduce");
@@ -493,7 +512,10 @@ Tensor nas_op(GraphBuilder& b, Tensor x, NasOp op, int64_t c, int64_t stride) {
 Tensor nas_cell_graph(Net& n, Tensor x, int64_t target_ops) {
   Rng& r = n.rng();
   GraphBuilder& b = n.b();
-  const int nodes = target_ops < 200 ? 1 : target_ops < 400 ? 2 : target_ops < 1500 ? 3 : static_cast<int>(r.uniform_int(4, 6));
+  const int nodes = target_ops < 200    ? 1
+                    : target_ops < 400  ? 2
+                    : target_ops < 1500 ? 3
+                                        : static_cast<int>(r.uniform_int(4, 6));
   const NasCell normal = sample_cell(r, nodes), reduction = sample_cell(r, nodes);
   const int64_t per_stage = r.uniform_int(2, 6);
   Tensor prev = x, cur = x;
@@ -559,10 +581,18 @@ Graph build_random(const RandomGraphOptions& o, Stop stop, int64_t filler) {
   Net n(b, r, d, stop);
   Tensor x = n.stem();
   switch (o.family) {
-    case RandomFamily::layered: x = layered(n, x); break;
-    case RandomFamily::series_parallel: x = series_parallel(n, x, o.ops); break;
-    case RandomFamily::block_chain: x = block_chain(n, x, o.ops); break;
-    case RandomFamily::nas_cell: x = nas_cell_graph(n, x, o.ops); break;
+    case RandomFamily::layered:
+      x = layered(n, x);
+      break;
+    case RandomFamily::series_parallel:
+      x = series_parallel(n, x, o.ops);
+      break;
+    case RandomFamily::block_chain:
+      x = block_chain(n, x, o.ops);
+      break;
+    case RandomFamily::nas_cell:
+      x = nas_cell_graph(n, x, o.ops);
+      break;
   }
   x = n.filler(x, filler);
   n.head(x);

@@ -37,8 +37,8 @@ void validate_random(const GenOptions& g) {
 ModelSpec random_spec() {
   ModelSpec m;
   m.name = "random";
-  m.summary = "random training graph (family " + family_list() +
-              "; default layered, 1000 ops, seed 1)";
+  m.summary =
+      "random training graph (family " + family_list() + "; default layered, 1000 ops, seed 1)";
   m.options = {"family", "ops", "seed"};
   m.defaults.family = "layered";
   m.defaults.ops = 1000;

@@ -66,14 +66,13 @@ void set_option(GenOptions& o, const std::string& name, const std::string& value
   }
   const OptionField* f = find_int_option(name);
   if (!f)
-    throw InputError("unknown generator option '" + name + "' (known: " +
-                     join(all_option_names()) + ")");
+    throw InputError("unknown generator option '" + name + "' (known: " + join(all_option_names()) +
+                     ")");
   errno = 0;
   char* end = nullptr;
   long long v = std::strtoll(value.c_str(), &end, 10);
   if (value.empty() || *end != '\0' || errno != 0 || v < 0)
-    throw InputError("option '" + name + "': expected a non-negative integer, got '" + value +
-                     "'");
+    throw InputError("option '" + name + "': expected a non-negative integer, got '" + value + "'");
   o.*(f->field) = v;
 }
 

@@ -62,10 +62,10 @@ ModelSpec gnmt_spec();            // datasets/gnmt.cpp
 ModelSpec transformer_xl_spec();  // datasets/transformer_xl.cpp
 ModelSpec bert_spec();            // datasets/bert.cpp
 // Defined by the CNN and random-family generators:
-ModelSpec inception_v3_spec();    // datasets/inception_v3.cpp
-ModelSpec amoebanet_spec();       // datasets/amoebanet.cpp
-ModelSpec resnet50_spec();        // datasets/resnet50.cpp
-ModelSpec wavenet_spec();         // datasets/wavenet.cpp
-ModelSpec random_spec();          // datasets/random_graphs.cpp  ("random", --family F)
+ModelSpec inception_v3_spec();  // datasets/inception_v3.cpp
+ModelSpec amoebanet_spec();     // datasets/amoebanet.cpp
+ModelSpec resnet50_spec();      // datasets/resnet50.cpp
+ModelSpec wavenet_spec();       // datasets/wavenet.cpp
+ModelSpec random_spec();        // datasets/random_graphs.cpp  ("random", --family F)
 
 }  // namespace gdp::datasets

@@ -36,7 +36,7 @@ void record_resnet50(GraphBuilder& b, const ResNet50Options& o) {
   GraphBuilder::Scope top(b, "resnet50");
   Tensor x = b.input("images", {o.batch, o.image_size, o.image_size, 3});
   x = conv_bn(b, x, 7, 7, 64, 2, Padding::same, true, "conv1");  // 112x112x64
-  x = b.max_pool(x, 3, 2, Padding::same, "pool1");                // 56x56x64
+  x = b.max_pool(x, 3, 2, Padding::same, "pool1");               // 56x56x64
   const int64_t units[4] = {3, 4, 6, 3};
   const int64_t widths[4] = {64, 128, 256, 512};
   for (int st = 0; st < 4; ++st) {

@@ -27,9 +27,9 @@ LstmState lstm_step(GraphBuilder& b, const LstmWeights& w, const std::vector<Ten
                     LstmState prev) {
   std::vector<Tensor> parts = xs;
   parts.push_back(prev.h);
-  Tensor in = b.concat(parts, 1, "concat");                         // (B, In + H)
-  Tensor gates = b.bias_add(b.matmul(in, w.kernel), w.bias);        // (B, 4H)
-  std::vector<Tensor> g = b.split(gates, 1, 4);                     // i, j, f, o: (B, H)
+  Tensor in = b.concat(parts, 1, "concat");                   // (B, In + H)
+  Tensor gates = b.bias_add(b.matmul(in, w.kernel), w.bias);  // (B, 4H)
+  std::vector<Tensor> g = b.split(gates, 1, 4);               // i, j, f, o: (B, H)
   Tensor f = b.sigmoid(b.add(g[2], w.forget_bias, "add_forget_bias"), "Sigmoid_f");
   Tensor i = b.sigmoid(g[0], "Sigmoid_i");
   Tensor j = b.tanh(g[1], "Tanh_j");
@@ -121,7 +121,8 @@ void validate_rnnlm(const GenOptions& o) {
                      std::to_string(o.layers));
   if (o.batch < 1) throw InputError("rnnlm: option 'batch' must be >= 1");
   if (o.seq_len < 1 || o.seq_len > 1000)
-    throw InputError("rnnlm: option 'seq_len' must be in 1..1000, got " + std::to_string(o.seq_len));
+    throw InputError("rnnlm: option 'seq_len' must be in 1..1000, got " +
+                     std::to_string(o.seq_len));
   if (o.hidden < 1) throw InputError("rnnlm: option 'hidden' must be >= 1");
   if (o.vocab < 2) throw InputError("rnnlm: option 'vocab' must be >= 2");
 }

@@ -40,9 +40,10 @@ std::string resolve_cluster(const StrictJson& sj, const std::string& base_dir,
   std::string f = resolve(base_dir, value);
   const std::string why = missing_file(f);
   if (!why.empty())
-    sj.fail(path, "expected a cluster preset (e.g. \"v100x4-nvlink\") or an existing cluster "
-                  "file, got \"" + value + "\"" +
-                      (why == "does not exist" ? "" : "; the file " + why));
+    sj.fail(path,
+            "expected a cluster preset (e.g. \"v100x4-nvlink\") or an existing cluster "
+            "file, got \"" +
+                value + "\"" + (why == "does not exist" ? "" : "; the file " + why));
   return f;
 }
 
@@ -107,7 +108,8 @@ SuiteSpec parse_suite_json(const std::string& text, const std::string& source_na
         sj.fail(json_path(p, "options"), err.what());
       }
     } else {
-      if (je.contains("options")) sj.fail(json_path(p, "options"), "options only go with \"model\"");
+      if (je.contains("options"))
+        sj.fail(json_path(p, "options"), "options only go with \"model\"");
       e.graph_path = resolve(base_dir, sj.string(je, "graph", p));
       const std::string why = missing_file(e.graph_path);
       if (!why.empty())
@@ -131,8 +133,7 @@ SuiteSpec parse_suite_json(const std::string& text, const std::string& source_na
 }
 
 SuiteSpec read_suite_spec(const std::string& path) {
-  return parse_suite_json(read_text_file(path), path,
-                          fs::path(path).parent_path().string());
+  return parse_suite_json(read_text_file(path), path, fs::path(path).parent_path().string());
 }
 
 SuiteEntry materialize(const SuiteEntrySpec& e) {

@@ -19,10 +19,10 @@ constexpr int kSuiteFormatVersion = 1;
 // One entry as written in the file (nothing generated or read yet).
 struct SuiteEntrySpec {
   std::string name;
-  std::string model;                        // generator name; empty when graph_path is set
-  GenOptions options;                       // generator options (unset = model default)
-  std::string graph_path;                   // graph file, resolved against the suite's folder
-  std::string cluster;                      // preset ("v100x4-nvlink") or resolved file path
+  std::string model;                              // generator name; empty when graph_path is set
+  GenOptions options;                             // generator options (unset = model default)
+  std::string graph_path;                         // graph file, resolved against the suite's folder
+  std::string cluster;                            // preset ("v100x4-nvlink") or resolved file path
   std::map<std::string, std::string> placements;  // label -> resolved placement file path
 };
 

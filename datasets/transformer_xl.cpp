@@ -34,7 +34,8 @@ Tensor rel_shift(GraphBuilder& b, Tensor x) {
   return b.record(std::move(s));
 }
 
-Tensor dense(GraphBuilder& b, Tensor x, int64_t in, int64_t out, bool bias, const std::string& name) {
+Tensor dense(GraphBuilder& b, Tensor x, int64_t in, int64_t out, bool bias,
+             const std::string& name) {
   GraphBuilder::Scope s(b, name);
   Tensor w = b.variable("kernel", {in, out});
   Tensor y = b.matmul(x, w);
@@ -45,8 +46,8 @@ Tensor dense(GraphBuilder& b, Tensor x, int64_t in, int64_t out, bool bias, cons
 }  // namespace
 
 Graph make_transformer_xl(const GenOptions& o) {
-  const int64_t L = o.layers, B = o.batch, T = o.seq_len, M = o.seq_len, D = o.hidden,
-                N = o.heads, V = o.vocab;
+  const int64_t L = o.layers, B = o.batch, T = o.seq_len, M = o.seq_len, D = o.hidden, N = o.heads,
+                V = o.vocab;
   const int64_t Dh = D / N, K = M + T, Di = 4 * D;
   GraphBuilder b("transformer_xl_" + std::to_string(L) + "layer");
   Tensor ids, labels;
@@ -61,7 +62,7 @@ Graph make_transformer_xl(const GenOptions& o) {
     Tensor table = b.variable("word_embedding", {V, D});
     Tensor scale = b.constant("sqrt_d", {});
     h = b.dropout(b.mul(b.embedding_lookup(table, ids), scale, "scale"));  // (B, T, D)
-    pos = b.dropout(b.constant("pos_emb", {K, D}), "pos_dropout");          // sinusoid (K, D)
+    pos = b.dropout(b.constant("pos_emb", {K, D}), "pos_dropout");         // sinusoid (K, D)
   }
   Tensor mask, inv_sqrt;
   {
@@ -72,28 +73,30 @@ Graph make_transformer_xl(const GenOptions& o) {
   for (int64_t l = 0; l < L; ++l) {
     GraphBuilder::Scope sl(b, "layer_" + std::to_string(l));
     Tensor mem = placeholder(b, "memory", {B, M, D});  // previous segment, stop-gradient
-    Tensor cat = b.concat({mem, h}, 1, "cat_memory");   // (B, K, D)
+    Tensor cat = b.concat({mem, h}, 1, "cat_memory");  // (B, K, D)
     Tensor attn_out;
     {
       GraphBuilder::Scope sa(b, "rel_attn");
-      Tensor q = dense(b, b.reshape(h, {B * T, D}), D, N * Dh, false, "q");             // (B*T, N*Dh)
-      Tensor kv = dense(b, b.reshape(cat, {B * K, D}), D, 2 * N * Dh, false, "kv");    // (B*K, 2N*Dh)
+      Tensor q = dense(b, b.reshape(h, {B * T, D}), D, N * Dh, false, "q");          // (B*T, N*Dh)
+      Tensor kv = dense(b, b.reshape(cat, {B * K, D}), D, 2 * N * Dh, false, "kv");  // (B*K, 2N*Dh)
       std::vector<Tensor> kvs = b.split(kv, 1, 2);
-      Tensor r = dense(b, pos, D, N * Dh, false, "r");                                  // (K, N*Dh)
+      Tensor r = dense(b, pos, D, N * Dh, false, "r");  // (K, N*Dh)
       Tensor u = b.variable("r_w_bias", {N, 1, Dh});
       Tensor vb = b.variable("r_r_bias", {N, 1, Dh});
-      Tensor q4 = b.transpose(b.reshape(q, {B, T, N, Dh}), {0, 2, 1, 3});               // (B, N, T, Dh)
-      Tensor k4 = b.transpose(b.reshape(kvs[0], {B, K, N, Dh}), {0, 2, 1, 3});          // (B, N, K, Dh)
-      Tensor v4 = b.transpose(b.reshape(kvs[1], {B, K, N, Dh}), {0, 2, 1, 3});          // (B, N, K, Dh)
-      Tensor ac = b.batch_matmul(b.add(q4, u, "add_r_w_bias"), k4, false, true, "AC");  // (B, N, T, K)
+      Tensor q4 = b.transpose(b.reshape(q, {B, T, N, Dh}), {0, 2, 1, 3});       // (B, N, T, Dh)
+      Tensor k4 = b.transpose(b.reshape(kvs[0], {B, K, N, Dh}), {0, 2, 1, 3});  // (B, N, K, Dh)
+      Tensor v4 = b.transpose(b.reshape(kvs[1], {B, K, N, Dh}), {0, 2, 1, 3});  // (B, N, K, Dh)
+      Tensor ac =
+          b.batch_matmul(b.add(q4, u, "add_r_w_bias"), k4, false, true, "AC");  // (B, N, T, K)
       // (q + v) r^T with r shared over the batch: queries laid out (N, B*T, Dh).
       Tensor qn = b.reshape(b.transpose(b.reshape(q, {B * T, N, Dh}), {1, 0, 2}), {N, B * T, Dh});
-      Tensor rn = b.transpose(b.reshape(r, {K, N, Dh}), {1, 0, 2});                      // (N, K, Dh)
-      Tensor bd = b.batch_matmul(b.add(qn, vb, "add_r_r_bias"), rn, false, true, "BD"); // (N, B*T, K)
-      bd = rel_shift(b, b.transpose(b.reshape(bd, {N, B, T, K}), {1, 0, 2, 3}));        // (B, N, T, K)
+      Tensor rn = b.transpose(b.reshape(r, {K, N, Dh}), {1, 0, 2});  // (N, K, Dh)
+      Tensor bd =
+          b.batch_matmul(b.add(qn, vb, "add_r_r_bias"), rn, false, true, "BD");   // (N, B*T, K)
+      bd = rel_shift(b, b.transpose(b.reshape(bd, {N, B, T, K}), {1, 0, 2, 3}));  // (B, N, T, K)
       Tensor score = b.add(b.mul(b.add(ac, bd, "AC_plus_BD"), inv_sqrt, "scale"), mask, "mask");
-      Tensor prob = b.dropout(b.softmax(score), "attn_dropout");                         // (B, N, T, K)
-      Tensor vec = b.batch_matmul(prob, v4, false, false, "attn_vec");                   // (B, N, T, Dh)
+      Tensor prob = b.dropout(b.softmax(score), "attn_dropout");        // (B, N, T, K)
+      Tensor vec = b.batch_matmul(prob, v4, false, false, "attn_vec");  // (B, N, T, Dh)
       vec = b.reshape(b.transpose(vec, {0, 2, 1, 3}), {B * T, N * Dh});
       Tensor out = b.dropout(dense(b, vec, N * Dh, D, false, "o"));
       attn_out = b.layer_norm(b.add(b.reshape(out, {B, T, D}), h, "residual"),
@@ -136,7 +139,8 @@ void validate_txl(const GenOptions& o) {
 ModelSpec transformer_xl_spec() {
   ModelSpec m;
   m.name = "transformer_xl";
-  m.summary = "Transformer-XL segment with memory (layers 2|4|8; default 4, D 512, 8 heads, T=M=512, B 22)";
+  m.summary =
+      "Transformer-XL segment with memory (layers 2|4|8; default 4, D 512, 8 heads, T=M=512, B 22)";
   m.options = {"layers", "batch", "seq_len", "hidden", "heads", "vocab"};
   m.defaults.layers = 4;
   m.defaults.batch = 22;

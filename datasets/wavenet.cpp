@@ -24,7 +24,7 @@ void validate_wavenet(const GenOptions& o) {
 void record_wavenet(GraphBuilder& b, const WaveNetOptions& o) {
   GraphBuilder::Scope top(b, "wavenet");
   const int64_t R = o.residual_channels, S = o.skip_channels, Q = o.quantization;
-  Tensor audio = b.input("audio_one_hot", {o.batch, 1, o.samples, Q});  // (N, 1, T, Q)
+  Tensor audio = b.input("audio_one_hot", {o.batch, 1, o.samples, Q});           // (N, 1, T, Q)
   Tensor x = conv_bias(b, audio, 1, 2, R, 1, Padding::same, 1, "causal_layer");  // (N, 1, T, R)
   Tensor skip_total;
   for (int64_t s = 0; s < o.stacks; ++s) {
@@ -35,10 +35,10 @@ void record_wavenet(GraphBuilder& b, const WaveNetOptions& o) {
       Tensor filter = conv_bias(b, x, 1, 2, R, 1, Padding::same, dilation, "filter");
       Tensor gate = conv_bias(b, x, 1, 2, R, 1, Padding::same, dilation, "gate");
       Tensor out = b.mul(b.tanh(filter, "Tanh"), b.sigmoid(gate, "Sigmoid"), "gated");
-      Tensor skip = conv_bias(b, out, 1, 1, S, 1, Padding::same, 1, "skip");        // (N,1,T,S)
+      Tensor skip = conv_bias(b, out, 1, 1, S, 1, Padding::same, 1, "skip");  // (N,1,T,S)
       // The very last layer's residual output would feed nothing: it is not built.
       if (s + 1 < o.stacks || l + 1 < o.layers_per_stack) {
-        Tensor dense = conv_bias(b, out, 1, 1, R, 1, Padding::same, 1, "dense");    // (N,1,T,R)
+        Tensor dense = conv_bias(b, out, 1, 1, R, 1, Padding::same, 1, "dense");  // (N,1,T,R)
         x = b.add(x, dense, "residual");
       }
       skip_total = skip_total.valid() ? b.add(skip_total, skip, "skip_sum") : skip;
@@ -65,8 +65,9 @@ Graph make_wavenet(const WaveNetOptions& o) {
 ModelSpec wavenet_spec() {
   ModelSpec m;
   m.name = "wavenet";
-  m.summary = "WaveNet, dilated causal conv stacks (stacks 2|4; default 2 stacks x 10 layers, "
-              "B 4, T 16000, 64 residual / 256 skip channels)";
+  m.summary =
+      "WaveNet, dilated causal conv stacks (stacks 2|4; default 2 stacks x 10 layers, "
+      "B 4, T 16000, 64 residual / 256 skip channels)";
   m.options = {"stacks", "batch", "seq_len", "hidden"};
   m.defaults.stacks = 2;
   m.defaults.batch = 4;

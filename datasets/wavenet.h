@@ -14,13 +14,13 @@ namespace gdp::datasets {
 // Tensors are (N, 1, T, C): audio as a 1-pixel-high image, so every conv is a Conv2D with a
 // (1, 2) kernel dilated along time (TensorFlow's conv1d lowers to Conv2D the same way).
 struct WaveNetOptions {
-  int64_t stacks = 2;               // 2 or 4 in the paper's setting
-  int64_t layers_per_stack = 10;    // dilations 1 .. 2^(layers_per_stack - 1)
+  int64_t stacks = 2;             // 2 or 4 in the paper's setting
+  int64_t layers_per_stack = 10;  // dilations 1 .. 2^(layers_per_stack - 1)
   int64_t batch = 4;
-  int64_t samples = 16000;          // T: one second at 16 kHz
-  int64_t residual_channels = 64;   // also the dilation (filter/gate) channels
+  int64_t samples = 16000;         // T: one second at 16 kHz
+  int64_t residual_channels = 64;  // also the dilation (filter/gate) channels
   int64_t skip_channels = 256;
-  int64_t quantization = 256;       // mu-law classes
+  int64_t quantization = 256;  // mu-law classes
 };
 
 void record_wavenet(GraphBuilder& b, const WaveNetOptions& o);

@@ -16,21 +16,30 @@ namespace gdp::eval {
 
 const char* validity_name(Validity v) {
   switch (v) {
-    case Validity::valid: return "valid";
-    case Validity::out_of_memory: return "out_of_memory";
-    case Validity::split_colocation: return "split_colocation";
-    case Validity::malformed_placement: return "malformed_placement";
-    case Validity::method_failed: return "method_failed";
+    case Validity::valid:
+      return "valid";
+    case Validity::out_of_memory:
+      return "out_of_memory";
+    case Validity::split_colocation:
+      return "split_colocation";
+    case Validity::malformed_placement:
+      return "malformed_placement";
+    case Validity::method_failed:
+      return "method_failed";
   }
   return "?";
 }
 
 Validity validity_of(SimStatus s) {
   switch (s) {
-    case SimStatus::valid: return Validity::valid;
-    case SimStatus::out_of_memory: return Validity::out_of_memory;
-    case SimStatus::split_colocation: return Validity::split_colocation;
-    case SimStatus::malformed_placement: return Validity::malformed_placement;
+    case SimStatus::valid:
+      return Validity::valid;
+    case SimStatus::out_of_memory:
+      return Validity::out_of_memory;
+    case SimStatus::split_colocation:
+      return Validity::split_colocation;
+    case SimStatus::malformed_placement:
+      return Validity::malformed_placement;
   }
   return Validity::malformed_placement;
 }
@@ -50,7 +59,7 @@ namespace {
 
 struct Cell {
   size_t entry;
-  int method;  // index into the prepared methods, or -1 for a reference placement
+  int method;         // index into the prepared methods, or -1 for a reference placement
   std::string label;  // the record's method name
   uint64_t seed;
 };
@@ -106,7 +115,8 @@ std::vector<Record> evaluate(const std::vector<datasets::SuiteEntry>& entries, c
         p = e.placements.at(cell.label.substr(4));
       } else {
         r.options = methods[cell.method].options.json();
-        place::PlaceResult res = place::place(methods[cell.method], problem, spec.budget, cell.seed);
+        place::PlaceResult res =
+            place::place(methods[cell.method], problem, spec.budget, cell.seed);
         p = std::move(res.placement);
         r.options = std::move(res.report.options);
         r.samples = res.report.samples;
@@ -172,8 +182,10 @@ nlohmann::ordered_json to_json(const Record& r) {
   j["ops"] = r.ops;
   j["validity"] = validity_name(r.validity);
   j["valid"] = r.valid();
-  if (r.valid()) j["step_time_s"] = r.step_time_s;
-  else j["step_time_s"] = nullptr;
+  if (r.valid())
+    j["step_time_s"] = r.step_time_s;
+  else
+    j["step_time_s"] = nullptr;
   j["reason"] = r.reason;
   j["samples"] = r.samples;
   j["wall_s"] = r.wall_s;

@@ -6,10 +6,9 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/placement.h"
 #include "datasets/suite.h"
@@ -37,15 +36,15 @@ struct Record {
   uint64_t seed = 0;
   int32_t ops = 0;
   Validity validity = Validity::valid;
-  std::string reason;   // empty when valid
+  std::string reason;                                            // empty when valid
   double step_time_s = std::numeric_limits<double>::infinity();  // +inf unless valid
-  int64_t samples = 0;  // placements the method simulated
-  double wall_s = 0;    // the method's time to place (search time)
+  int64_t samples = 0;                                           // placements the method simulated
+  double wall_s = 0;                       // the method's time to place (search time)
   std::vector<int64_t> peak_memory_bytes;  // (devices) of the simulated step; empty if failed
   nlohmann::ordered_json options;          // the method's resolved options
   std::string note;
-  std::vector<place::CurvePoint> curve;    // best step time against samples and wall time
-  Placement placement;                     // kept when Spec::keep_placements
+  std::vector<place::CurvePoint> curve;  // best step time against samples and wall time
+  Placement placement;                   // kept when Spec::keep_placements
   bool valid() const { return validity == Validity::valid; }
 };
 
@@ -58,8 +57,8 @@ struct MethodSpec {
 struct Spec {
   std::vector<MethodSpec> methods;
   std::vector<uint64_t> seeds{1};
-  place::Budget budget;         // per cell
-  bool references = false;      // also simulate the reference placements the suite lists
+  place::Budget budget;     // per cell
+  bool references = false;  // also simulate the reference placements the suite lists
   bool keep_placements = false;
 };
 

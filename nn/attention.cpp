@@ -63,8 +63,7 @@ Scratch<T>& scratch() {
 // [p_lo, p_lo + w): p = M + i + off - j spans [i, i + K - 1] (full) or [0, M + i] (causal). This
 // skips the (S - block) unused columns of the S x P position-score matrix.
 constexpr int32_t kRowBlock = 64;
-void position_window(const RelAttentionDims& d, int32_t i0, int32_t i1, int32_t& p_lo,
-                     int32_t& w) {
+void position_window(const RelAttentionDims& d, int32_t i0, int32_t i1, int32_t& p_lo, int32_t& w) {
   p_lo = d.causal ? 0 : i0;
   w = d.M + (i1 - 1) + d.rel_offset() - p_lo + 1;
 }
@@ -73,9 +72,9 @@ void position_window(const RelAttentionDims& d, int32_t i0, int32_t i1, int32_t&
 
 void RelAttentionDims::validate() const {
   if (S <= 0 || M < 0 || H <= 0 || Dh <= 0)
-    throw std::invalid_argument("rel_attention: need S > 0, M >= 0, H > 0, Dh > 0 (got S=" +
-                                std::to_string(S) + " M=" + std::to_string(M) +
-                                " H=" + std::to_string(H) + " Dh=" + std::to_string(Dh) + ")");
+    throw std::invalid_argument(
+        "rel_attention: need S > 0, M >= 0, H > 0, Dh > 0 (got S=" + std::to_string(S) +
+        " M=" + std::to_string(M) + " H=" + std::to_string(H) + " Dh=" + std::to_string(Dh) + ")");
 }
 
 template <typename T>
@@ -121,7 +120,7 @@ void rel_attention_forward(T* out, T* probs, const T* q, const T* k, const T* v,
         T* ai = a.data() + static_cast<int64_t>(i) * K;
         const T* bdi = bd_buf + static_cast<int64_t>(i - i0) * w;
         const int32_t jend = d.causal ? M + i + 1 : K;  // allowed keys: [0, jend)
-        const int32_t pbase = M + i + off - p_lo;        // column of key j: pbase - j
+        const int32_t pbase = M + i + off - p_lo;       // column of key j: pbase - j
         // a_ij = scale (AC_ij + BD_i,pbase-j): the position row read backwards.
         ArrMap<T> ar(ai, jend);
         ar = scale * (ar + ConstArrMap<T>(bdi + pbase - (jend - 1), jend).reverse());
@@ -144,10 +143,10 @@ void rel_attention_backward(T* dq, T* dk, T* dv, T* drk, T* du, T* dvb, const T*
 #pragma omp parallel for schedule(static) if (d.H > 1 && int64_t(S) * K * d.D() > 65536)
   for (int32_t h = 0; h < d.H; ++h) {
     Scratch<T>& sc = scratch<T>();
-    MatMap<T> ds(sc.get(0, static_cast<int64_t>(S) * K), S, K);     // dP, then dScore
+    MatMap<T> ds(sc.get(0, static_cast<int64_t>(S) * K), S, K);  // dP, then dScore
     T* dbd_buf = sc.get(1, static_cast<int64_t>(std::min(S, kRowBlock)) * P);
-    MatMap<T> g(sc.get(2, static_cast<int64_t>(S) * Dh), S, Dh);    // dq contributions
-    MatMap<T> qb(sc.get(3, static_cast<int64_t>(S) * Dh), S, Dh);   // q + bias
+    MatMap<T> g(sc.get(2, static_cast<int64_t>(S) * Dh), S, Dh);   // dq contributions
+    MatMap<T> qb(sc.get(3, static_cast<int64_t>(S) * Dh), S, Dh);  // q + bias
     const Eigen::Map<const Mat<T>> p(probs + static_cast<int64_t>(h) * S * K, S, K);
     const auto doh = head(dout, S, d, h);
     const auto qh = head(q, S, d, h);
@@ -183,8 +182,9 @@ void rel_attention_backward(T* dq, T* dk, T* dv, T* drk, T* du, T* dvb, const T*
         if (dq) head_mut(dq, S, d, h).middleRows(i0, nb) += gb;
         if (dvb) RowVecMap<T>(dvb + static_cast<int64_t>(h) * Dh, Dh) += gb.colwise().sum();
       }
-      if (drk) head_mut(drk, P, d, h).middleRows(p_lo, w).noalias() +=
-          dbd.transpose() * qb.middleRows(i0, nb);
+      if (drk)
+        head_mut(drk, P, d, h).middleRows(p_lo, w).noalias() +=
+            dbd.transpose() * qb.middleRows(i0, nb);
     }
     if (dq || du) {
       g.noalias() = ds * kh;
@@ -198,13 +198,13 @@ void rel_attention_backward(T* dq, T* dk, T* dv, T* drk, T* du, T* dvb, const T*
   }
 }
 
-#define GDP_ATTENTION_INSTANTIATE(T)                                                         \
-  template void relative_sinusoid<T>(T*, int32_t, int32_t, int32_t);                         \
-  template void rel_attention_forward<T>(T*, T*, const T*, const T*, const T*, const T*,     \
-                                         const T*, const T*, const RelAttentionDims&);       \
-  template void rel_attention_backward<T>(T*, T*, T*, T*, T*, T*, const T*, const T*,        \
-                                          const T*, const T*, const T*, const T*, const T*,  \
-                                          const T*, const RelAttentionDims&);
+#define GDP_ATTENTION_INSTANTIATE(T)                                                               \
+  template void relative_sinusoid<T>(T*, int32_t, int32_t, int32_t);                               \
+  template void rel_attention_forward<T>(T*, T*, const T*, const T*, const T*, const T*, const T*, \
+                                         const T*, const RelAttentionDims&);                       \
+  template void rel_attention_backward<T>(T*, T*, T*, T*, T*, T*, const T*, const T*, const T*,    \
+                                          const T*, const T*, const T*, const T*, const T*,        \
+                                          const RelAttentionDims&);
 GDP_ATTENTION_INSTANTIATE(float)
 GDP_ATTENTION_INSTANTIATE(double)
 #undef GDP_ATTENTION_INSTANTIATE

@@ -29,7 +29,7 @@ struct RelAttentionDims {
   int32_t D() const { return H * Dh; }
   int32_t P() const { return causal ? M + S : M + 2 * S - 1; }
   int32_t rel_offset() const { return causal ? 0 : S - 1; }  // p = r + rel_offset()
-  void validate() const;  // throws std::invalid_argument
+  void validate() const;                                     // throws std::invalid_argument
 };
 
 // Sinusoidal encodings of relative distances: row p encodes r = p - rel_offset as
@@ -52,14 +52,14 @@ void rel_attention_forward(T* out,       // (S, D)
 
 // Gradients ACCUMULATE into dq, dk, dv, drk, du, dvb; any of them may be nullptr (not needed).
 template <typename T>
-void rel_attention_backward(T* dq,          // (S, D)
-                            T* dk,          // (K, D)
-                            T* dv,          // (K, D)
-                            T* drk,         // (P, D)
-                            T* du,          // (D)
-                            T* dvb,         // (D)
-                            const T* dout,  // (S, D)
-                            const T* probs, // (H, S, K) from the forward pass
+void rel_attention_backward(T* dq,           // (S, D)
+                            T* dk,           // (K, D)
+                            T* dv,           // (K, D)
+                            T* drk,          // (P, D)
+                            T* du,           // (D)
+                            T* dvb,          // (D)
+                            const T* dout,   // (S, D)
+                            const T* probs,  // (H, S, K) from the forward pass
                             const T* q, const T* k, const T* v, const T* rk, const T* u,
                             const T* vb, const RelAttentionDims& dims);
 

@@ -63,8 +63,10 @@ void BasicTape<T>::backward(const BasicVar<T>& out, const BasicTensor<T>& seed, 
   if (device != Device::cpu) {
     // Device outputs (cuda): the seed is copied over, accumulation is an add on the device.
     const BasicTensor<T> s = seed.device() == device ? seed.clone() : seed.to_device(device);
-    if (!node.grad.defined()) node.grad = s;
-    else detail::accumulate(node.grad, s);
+    if (!node.grad.defined())
+      node.grad = s;
+    else
+      detail::accumulate(node.grad, s);
   } else if (!node.grad.defined()) {
     node.grad = seed.clone();
   } else {

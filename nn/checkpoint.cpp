@@ -62,8 +62,8 @@ void save_checkpoint(const std::string& path, const ParameterBuffer& params, con
                      int64_t user_step) {
   namespace fs = std::filesystem;
   const fs::path target(path);
-  const fs::path tmp = target.parent_path() /
-                       (target.filename().string() + ".tmp." + std::to_string(::getpid()));
+  const fs::path tmp =
+      target.parent_path() / (target.filename().string() + ".tmp." + std::to_string(::getpid()));
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) throw std::runtime_error("checkpoint '" + path + "': cannot open " + tmp.string());
   try {
@@ -184,7 +184,8 @@ int64_t load_checkpoint(const std::string& path, ParameterBuffer& params, Adam* 
   // Commit (through a host copy, so the buffer may live on any device).
   std::vector<float> values = params.values().to_vector();
   for (const auto& [name, data] : staged)
-    std::memcpy(values.data() + params.find(name)->offset, data.data(), sizeof(float) * data.size());
+    std::memcpy(values.data() + params.find(name)->offset, data.data(),
+                sizeof(float) * data.size());
   params.values().copy_from(Tensor::from_vector({params.size()}, values));
   if (adam) adam->set_state(std::move(m), std::move(v), adam_steps);
   return user_step;

@@ -17,11 +17,11 @@
 namespace gdp::nn {
 
 struct GradcheckOptions {
-  double step = 1e-6;      // central-difference step h
-  double tolerance = 1e-5; // max allowed |a - n| / max(|a|, |n|, atol_floor)
-  double atol_floor = 1e-3;  // denominators below this use the floor (tiny gradients)
+  double step = 1e-6;            // central-difference step h
+  double tolerance = 1e-5;       // max allowed |a - n| / max(|a|, |n|, atol_floor)
+  double atol_floor = 1e-3;      // denominators below this use the floor (tiny gradients)
   double kink_tolerance = 1e-3;  // one-sided slopes differing by more than this -> kink, skip
-  uint64_t seed = 1234;    // projection weights of the output
+  uint64_t seed = 1234;          // projection weights of the output
 };
 
 struct GradcheckResult {

@@ -43,8 +43,8 @@ template <typename T>
 BasicVar<T> segment_mean(const BasicVar<T>& x, const std::shared_ptr<const Adjacency>& adj,
                          EdgeDir dir) {
   require(x.ndim() == 2 && x.dim(0) == adj->num_nodes(),
-          "segment_mean: x must be (N, C) with N = " + std::to_string(adj->num_nodes()) +
-              ", got " + shape_str(x.shape()));
+          "segment_mean: x must be (N, C) with N = " + std::to_string(adj->num_nodes()) + ", got " +
+              shape_str(x.shape()));
 #ifdef GDP_HAVE_CUDA
   if constexpr (std::is_same_v<T, float>)
     if (detail::on_device<T>({&x})) {
@@ -75,8 +75,8 @@ template <typename T>
 BasicVar<T> segment_max(const BasicVar<T>& x, const std::shared_ptr<const Adjacency>& adj,
                         EdgeDir dir) {
   require(x.ndim() == 2 && x.dim(0) == adj->num_nodes(),
-          "segment_max: x must be (N, C) with N = " + std::to_string(adj->num_nodes()) +
-              ", got " + shape_str(x.shape()));
+          "segment_max: x must be (N, C) with N = " + std::to_string(adj->num_nodes()) + ", got " +
+              shape_str(x.shape()));
 #ifdef GDP_HAVE_CUDA
   if constexpr (std::is_same_v<T, float>)
     if (detail::on_device<T>({&x})) {
@@ -89,8 +89,8 @@ BasicVar<T> segment_max(const BasicVar<T>& x, const std::shared_ptr<const Adjace
   BasicTensor<T> out = BasicTensor<T>::empty({N, C});
   auto argmax = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(N) * C);
   const Csr& a = rows_of(*adj, dir);
-  segment_max_forward(out.data(), argmax->data(), xv.data(), a.row_ptr.data(), a.col_idx.data(),
-                      N, C);
+  segment_max_forward(out.data(), argmax->data(), xv.data(), a.row_ptr.data(), a.col_idx.data(), N,
+                      C);
   const bool rg = needs_grad<T>({&x});
   BasicVar<T> res = make_result(out, rg);
   if (rg) {
@@ -110,8 +110,8 @@ BasicVar<T> sage_layer(const BasicVar<T>& x, const BasicVar<T>& w, const BasicVa
   if constexpr (std::is_same_v<T, float>)
     if (detail::on_device<T>({&x, &w, &b})) {
       require(x.ndim() == 2 && x.dim(0) == adj->num_nodes(),
-              "sage_layer: x must be (N, C) with N = " + std::to_string(adj->num_nodes()) + ", got " +
-                  shape_str(x.shape()));
+              "sage_layer: x must be (N, C) with N = " + std::to_string(adj->num_nodes()) +
+                  ", got " + shape_str(x.shape()));
       const Var xcat = concat<float>(
           {x, segment_mean(x, adj, EdgeDir::in), segment_mean(x, adj, EdgeDir::out)}, 1);
       const Var z = linear(xcat, w, b);
@@ -120,17 +120,16 @@ BasicVar<T> sage_layer(const BasicVar<T>& x, const BasicVar<T>& w, const BasicVa
 #endif
   detail::require_cpu<T>("sage_layer", {&x, &w, &b});
   require(x.ndim() == 2 && x.dim(0) == adj->num_nodes(),
-          "sage_layer: x must be (N, C) with N = " + std::to_string(adj->num_nodes()) +
-              ", got " + shape_str(x.shape()));
+          "sage_layer: x must be (N, C) with N = " + std::to_string(adj->num_nodes()) + ", got " +
+              shape_str(x.shape()));
   const int32_t N = static_cast<int32_t>(x.dim(0)), C = static_cast<int32_t>(x.dim(1));
-  require(w.ndim() == 2 && w.dim(1) == 3 * C,
-          "sage_layer: w must be (OUT, 3C) = (OUT, " + std::to_string(3 * C) + "), got " +
-              shape_str(w.shape()));
+  require(w.ndim() == 2 && w.dim(1) == 3 * C, "sage_layer: w must be (OUT, 3C) = (OUT, " +
+                                                  std::to_string(3 * C) + "), got " +
+                                                  shape_str(w.shape()));
   const int32_t OUT = static_cast<int32_t>(w.dim(0));
-  require(b.ndim() == 1 && b.dim(0) == OUT, "sage_layer: b must be (OUT), got " +
-                                                shape_str(b.shape()));
-  const BasicTensor<T> xv = contiguous_value(x), wv = contiguous_value(w),
-                       bv = contiguous_value(b);
+  require(b.ndim() == 1 && b.dim(0) == OUT,
+          "sage_layer: b must be (OUT), got " + shape_str(b.shape()));
+  const BasicTensor<T> xv = contiguous_value(x), wv = contiguous_value(w), bv = contiguous_value(b);
   // xcat = [x | mean_in(x) | mean_out(x)] (N, 3C), kept for the weight gradient. The GEMMs go
   // through matmul_forward, which threads by blocks (Eigen's own threading busy-waits).
   const int64_t C3 = 3LL * C;
@@ -139,20 +138,20 @@ BasicVar<T> sage_layer(const BasicVar<T>& x, const BasicVar<T>& w, const BasicVa
   {
     const T* xp = xv.data();
     T* cp = xcat.data();
-#pragma omp parallel for schedule(static) if (static_cast<int64_t>(N) * C > 32768)
+#pragma omp parallel for schedule(static) if (static_cast <int64_t>(N) * C > 32768)
     for (int32_t n = 0; n < N; ++n)
       std::copy(xp + static_cast<int64_t>(n) * C, xp + static_cast<int64_t>(n + 1) * C,
                 cp + n * C3);
   }
-  segment_mean_forward(xcat.data() + C, xv.data(), adj->in.row_ptr.data(),
-                       adj->in.col_idx.data(), N, C, C3, C);
+  segment_mean_forward(xcat.data() + C, xv.data(), adj->in.row_ptr.data(), adj->in.col_idx.data(),
+                       N, C, C3, C);
   segment_mean_forward(xcat.data() + 2 * C, xv.data(), adj->out.row_ptr.data(),
                        adj->out.col_idx.data(), N, C, C3, C);
   matmul_forward(out.data(), xcat.data(), wv.data(), N, C3, OUT, false, /*trans_b=*/true);
   {
     const T* bias = bv.data();
     T* op = out.data();
-#pragma omp parallel for schedule(static) if (static_cast<int64_t>(N) * OUT > 32768)
+#pragma omp parallel for schedule(static) if (static_cast <int64_t>(N) * OUT > 32768)
     for (int32_t n = 0; n < N; ++n) {
       T* row = op + static_cast<int64_t>(n) * OUT;
       for (int32_t c = 0; c < OUT; ++c) {
@@ -164,8 +163,8 @@ BasicVar<T> sage_layer(const BasicVar<T>& x, const BasicVar<T>& w, const BasicVa
   const bool rg = needs_grad<T>({&x, &w, &b});
   BasicVar<T> res = make_result(out, rg);
   if (rg) {
-    BasicTape<T>::current().record([xn = x.node(), wn = w.node(), bn = b.node(),
-                                    on = res.node(), wv, xcat, adj, relu_act, N, C, C3, OUT] {
+    BasicTape<T>::current().record([xn = x.node(), wn = w.node(), bn = b.node(), on = res.node(),
+                                    wv, xcat, adj, relu_act, N, C, C3, OUT] {
       if (!on->has_grad()) return;
       // g = dout * act'(z), (N, OUT); the output is > 0 exactly where relu passes.
       BasicTensor<T> g = on->grad.clone();
@@ -182,11 +181,12 @@ BasicVar<T> sage_layer(const BasicVar<T>& x, const BasicVar<T>& w, const BasicVa
         matmul_forward(wn->grad_buffer().data(), g.data(), xcat.data(), OUT, N, C3,
                        /*trans_a=*/true, false, /*accumulate=*/true);
       if (xn->requires_grad) {
-        BasicTensor<T> dcat = BasicTensor<T>::empty({N, C3});  // g W: gradients of [x | mean_in | mean_out]
+        BasicTensor<T> dcat =
+            BasicTensor<T>::empty({N, C3});  // g W: gradients of [x | mean_in | mean_out]
         matmul_forward(dcat.data(), g.data(), wv.data(), N, OUT, C3, false, false);
         T* dx = xn->grad_buffer().data();
         const T* dc = dcat.data();
-#pragma omp parallel for schedule(static) if (static_cast<int64_t>(N) * C > 32768)
+#pragma omp parallel for schedule(static) if (static_cast <int64_t>(N) * C > 32768)
         for (int32_t n = 0; n < N; ++n)
           for (int32_t c = 0; c < C; ++c) dx[static_cast<int64_t>(n) * C + c] += dc[n * C3 + c];
         segment_mean_backward(dx, dc + C, adj->in.row_ptr.data(), adj->out.row_ptr.data(),
@@ -218,7 +218,8 @@ BasicVar<T> rel_attention(const BasicVar<T>& q, const BasicVar<T>& k, const Basi
   check(vb, -1, "vb");
 #ifdef GDP_HAVE_CUDA
   if constexpr (std::is_same_v<T, float>)
-    if (detail::on_device<T>({&q, &k, &v, &rk, &u, &vb})) return detail::cuda_ops::rel_attention(q, k, v, rk, u, vb, d);
+    if (detail::on_device<T>({&q, &k, &v, &rk, &u, &vb}))
+      return detail::cuda_ops::rel_attention(q, k, v, rk, u, vb, d);
 #endif
   detail::require_cpu<T>("rel_attention", {&q, &k, &v, &rk, &u, &vb});
   const BasicTensor<T> qv = contiguous_value(q), kv = contiguous_value(k), vv = contiguous_value(v),
@@ -256,7 +257,8 @@ BasicVar<T> categorical_log_prob(const BasicVar<T>& logits, const std::vector<in
   // On the device: log_softmax, then the chosen column of each row.
   if constexpr (std::is_same_v<T, float>)
     if (detail::on_device<T>({&logits}))
-      return take_along_last(log_softmax(logits), std::vector<int64_t>(actions.begin(), actions.end()));
+      return take_along_last(log_softmax(logits),
+                             std::vector<int64_t>(actions.begin(), actions.end()));
 #endif
   detail::require_cpu<T>("categorical_log_prob", {&logits});
   const int32_t N = static_cast<int32_t>(logits.dim(0)), A = static_cast<int32_t>(logits.dim(1));
@@ -277,8 +279,8 @@ BasicVar<T> categorical_log_prob(const BasicVar<T>& logits, const std::vector<in
 
 template <typename T>
 BasicVar<T> categorical_entropy(const BasicVar<T>& logits) {
-  require(logits.ndim() == 2, "categorical_entropy: logits must be (N, A), got " +
-                                  shape_str(logits.shape()));
+  require(logits.ndim() == 2,
+          "categorical_entropy: logits must be (N, A), got " + shape_str(logits.shape()));
 #ifdef GDP_HAVE_CUDA
   // On the device: -sum_c p_c log p_c from softmax and log_softmax (finite for finite logits).
   if constexpr (std::is_same_v<T, float>)
@@ -301,18 +303,17 @@ BasicVar<T> categorical_entropy(const BasicVar<T>& logits) {
   return res;
 }
 
-#define GDP_GRAPH_OPS_INSTANTIATE(T)                                                             \
-  template BasicVar<T> segment_mean<T>(const BasicVar<T>&,                                       \
-                                       const std::shared_ptr<const Adjacency>&, EdgeDir);        \
+#define GDP_GRAPH_OPS_INSTANTIATE(T)                                                               \
+  template BasicVar<T> segment_mean<T>(const BasicVar<T>&,                                         \
+                                       const std::shared_ptr<const Adjacency>&, EdgeDir);          \
   template BasicVar<T> segment_max<T>(const BasicVar<T>&, const std::shared_ptr<const Adjacency>&, \
-                                      EdgeDir);                                                  \
-  template BasicVar<T> sage_layer<T>(const BasicVar<T>&, const BasicVar<T>&, const BasicVar<T>&, \
-                                     const std::shared_ptr<const Adjacency>&, bool);             \
-  template BasicVar<T> rel_attention<T>(const BasicVar<T>&, const BasicVar<T>&,                  \
-                                        const BasicVar<T>&, const BasicVar<T>&,                  \
-                                        const BasicVar<T>&, const BasicVar<T>&,                  \
-                                        const RelAttentionDims&);                                \
-  template BasicVar<T> categorical_log_prob<T>(const BasicVar<T>&, const std::vector<int32_t>&); \
+                                      EdgeDir);                                                    \
+  template BasicVar<T> sage_layer<T>(const BasicVar<T>&, const BasicVar<T>&, const BasicVar<T>&,   \
+                                     const std::shared_ptr<const Adjacency>&, bool);               \
+  template BasicVar<T> rel_attention<T>(                                                           \
+      const BasicVar<T>&, const BasicVar<T>&, const BasicVar<T>&, const BasicVar<T>&,              \
+      const BasicVar<T>&, const BasicVar<T>&, const RelAttentionDims&);                            \
+  template BasicVar<T> categorical_log_prob<T>(const BasicVar<T>&, const std::vector<int32_t>&);   \
   template BasicVar<T> categorical_entropy<T>(const BasicVar<T>&);
 GDP_GRAPH_OPS_INSTANTIATE(float)
 GDP_GRAPH_OPS_INSTANTIATE(double)

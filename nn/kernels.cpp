@@ -59,8 +59,10 @@ namespace {
 // One serial Eigen GEMM on a block: C (rows, P) (+)= op(A)[rows] @ op(B) restricted to k range.
 template <typename T, typename CM, typename AM, typename BM>
 void gemm_block(CM&& C, const AM& A, const BM& B, bool accumulate) {
-  if (accumulate) C.noalias() += A * B;
-  else C.noalias() = A * B;
+  if (accumulate)
+    C.noalias() += A * B;
+  else
+    C.noalias() = A * B;
 }
 }  // namespace
 
@@ -80,12 +82,12 @@ void matmul_forward(T* out, const T* a, const T* b, int64_t M, int64_t K, int64_
   const ConstMatrixMap<T> B(b, trans_b ? P : K, trans_b ? K : P);
   // op(A) rows [r0, r0+nr) and k range [k0, k0+nk); op(B) k range.
   auto opA = [&](int64_t r0, int64_t nr, int64_t k0, int64_t nk) {
-    return trans_a ? Eigen::Block<const ConstMatrixMap<T>>(A, k0, r0, nk, nr) :
-                     Eigen::Block<const ConstMatrixMap<T>>(A, r0, k0, nr, nk);
+    return trans_a ? Eigen::Block<const ConstMatrixMap<T>>(A, k0, r0, nk, nr)
+                   : Eigen::Block<const ConstMatrixMap<T>>(A, r0, k0, nr, nk);
   };
   auto opB = [&](int64_t k0, int64_t nk) {
-    return trans_b ? Eigen::Block<const ConstMatrixMap<T>>(B, 0, k0, P, nk) :
-                     Eigen::Block<const ConstMatrixMap<T>>(B, k0, 0, nk, P);
+    return trans_b ? Eigen::Block<const ConstMatrixMap<T>>(B, 0, k0, P, nk)
+                   : Eigen::Block<const ConstMatrixMap<T>>(B, k0, 0, nk, P);
   };
   auto run = [&](auto&& Cblk, int64_t r0, int64_t nr, int64_t k0, int64_t nk, bool acc) {
     const auto Ab = opA(r0, nr, k0, nk);
@@ -96,7 +98,8 @@ void matmul_forward(T* out, const T* a, const T* b, int64_t M, int64_t K, int64_
     if (trans_a && trans_b) gemm_block<T>(Cblk, Ab.transpose(), Bb.transpose(), acc);
   };
   const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
-  const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(K) * static_cast<double>(P);
+  const double flops =
+      2.0 * static_cast<double>(M) * static_cast<double>(K) * static_cast<double>(P);
   if (nt == 1 || flops < 4e6) {
     run(C, 0, M, 0, K, accumulate);
     return;
@@ -131,9 +134,8 @@ void matmul_forward(T* out, const T* a, const T* b, int64_t M, int64_t K, int64_
 
 template <typename T>
 void relu_forward(T* out, const T* in, int64_t n) {
-  parallel_chunks(n, [&](int64_t b, int64_t e) {
-    Arr<T>(out + b, e - b) = CArr<T>(in + b, e - b).max(T(0));
-  });
+  parallel_chunks(
+      n, [&](int64_t b, int64_t e) { Arr<T>(out + b, e - b) = CArr<T>(in + b, e - b).max(T(0)); });
 }
 template <typename T>
 void relu_backward(T* din, const T* in, const T* dout, int64_t n) {
@@ -169,9 +171,8 @@ void gelu_backward(T* din, const T* in, const T* dout, int64_t n) {
 }
 template <typename T>
 void tanh_forward(T* out, const T* in, int64_t n) {
-  parallel_chunks(n, [&](int64_t b, int64_t e) {
-    Arr<T>(out + b, e - b) = CArr<T>(in + b, e - b).tanh();
-  });
+  parallel_chunks(
+      n, [&](int64_t b, int64_t e) { Arr<T>(out + b, e - b) = CArr<T>(in + b, e - b).tanh(); });
 }
 template <typename T>
 void tanh_backward(T* din, const T* out, const T* dout, int64_t n) {
@@ -182,9 +183,8 @@ void tanh_backward(T* din, const T* out, const T* dout, int64_t n) {
 }
 template <typename T>
 void sigmoid_forward(T* out, const T* in, int64_t n) {
-  parallel_chunks(n, [&](int64_t b, int64_t e) {
-    Arr<T>(out + b, e - b) = CArr<T>(in + b, e - b).logistic();
-  });
+  parallel_chunks(
+      n, [&](int64_t b, int64_t e) { Arr<T>(out + b, e - b) = CArr<T>(in + b, e - b).logistic(); });
 }
 template <typename T>
 void sigmoid_backward(T* din, const T* out, const T* dout, int64_t n) {
@@ -195,9 +195,8 @@ void sigmoid_backward(T* din, const T* out, const T* dout, int64_t n) {
 }
 template <typename T>
 void exp_forward(T* out, const T* in, int64_t n) {
-  parallel_chunks(n, [&](int64_t b, int64_t e) {
-    Arr<T>(out + b, e - b) = CArr<T>(in + b, e - b).exp();
-  });
+  parallel_chunks(
+      n, [&](int64_t b, int64_t e) { Arr<T>(out + b, e - b) = CArr<T>(in + b, e - b).exp(); });
 }
 template <typename T>
 void exp_backward(T* din, const T* out, const T* dout, int64_t n) {
@@ -207,9 +206,8 @@ void exp_backward(T* din, const T* out, const T* dout, int64_t n) {
 }
 template <typename T>
 void log_forward(T* out, const T* in, int64_t n) {
-  parallel_chunks(n, [&](int64_t b, int64_t e) {
-    Arr<T>(out + b, e - b) = CArr<T>(in + b, e - b).log();
-  });
+  parallel_chunks(
+      n, [&](int64_t b, int64_t e) { Arr<T>(out + b, e - b) = CArr<T>(in + b, e - b).log(); });
 }
 template <typename T>
 void log_backward(T* din, const T* in, const T* dout, int64_t n) {
@@ -272,8 +270,8 @@ void layernorm_forward(T* out, T* mean, T* rstd, const T* in, const T* w, const 
 }
 
 template <typename T>
-void layernorm_backward(T* din, T* dw, T* db, const T* dout, const T* in, const T* w,
-                        const T* mean, const T* rstd, int64_t N, int64_t C) {
+void layernorm_backward(T* din, T* dw, T* db, const T* dout, const T* in, const T* w, const T* mean,
+                        const T* rstd, int64_t N, int64_t C) {
   const CArr<T> wa(w, C);
   const bool par = N * C >= kParallelElems && N >= 2 && !omp_in_parallel();
   const int nt = par ? omp_get_max_threads() : 1;
@@ -369,32 +367,32 @@ void adam_update(T* params, T* m, T* v, const T* grads, int64_t n, T lr, T beta1
   });
 }
 
-#define GDP_NN_INSTANTIATE_KERNELS(T)                                                           \
+#define GDP_NN_INSTANTIATE_KERNELS(T)                                                            \
   template void matmul_forward<T>(T*, const T*, const T*, int64_t, int64_t, int64_t, bool, bool, \
-                                  bool);                                                        \
-  template void relu_forward<T>(T*, const T*, int64_t);                                         \
-  template void relu_backward<T>(T*, const T*, const T*, int64_t);                              \
-  template void gelu_forward<T>(T*, const T*, int64_t);                                         \
-  template void gelu_backward<T>(T*, const T*, const T*, int64_t);                              \
-  template void tanh_forward<T>(T*, const T*, int64_t);                                         \
-  template void tanh_backward<T>(T*, const T*, const T*, int64_t);                              \
-  template void sigmoid_forward<T>(T*, const T*, int64_t);                                      \
-  template void sigmoid_backward<T>(T*, const T*, const T*, int64_t);                           \
-  template void exp_forward<T>(T*, const T*, int64_t);                                          \
-  template void exp_backward<T>(T*, const T*, const T*, int64_t);                               \
-  template void log_forward<T>(T*, const T*, int64_t);                                          \
-  template void log_backward<T>(T*, const T*, const T*, int64_t);                               \
-  template void softmax_forward<T>(T*, const T*, int64_t, int64_t);                             \
-  template void softmax_backward<T>(T*, const T*, const T*, int64_t, int64_t);                  \
-  template void log_softmax_forward<T>(T*, const T*, int64_t, int64_t);                         \
-  template void log_softmax_backward<T>(T*, const T*, const T*, int64_t, int64_t);              \
+                                  bool);                                                         \
+  template void relu_forward<T>(T*, const T*, int64_t);                                          \
+  template void relu_backward<T>(T*, const T*, const T*, int64_t);                               \
+  template void gelu_forward<T>(T*, const T*, int64_t);                                          \
+  template void gelu_backward<T>(T*, const T*, const T*, int64_t);                               \
+  template void tanh_forward<T>(T*, const T*, int64_t);                                          \
+  template void tanh_backward<T>(T*, const T*, const T*, int64_t);                               \
+  template void sigmoid_forward<T>(T*, const T*, int64_t);                                       \
+  template void sigmoid_backward<T>(T*, const T*, const T*, int64_t);                            \
+  template void exp_forward<T>(T*, const T*, int64_t);                                           \
+  template void exp_backward<T>(T*, const T*, const T*, int64_t);                                \
+  template void log_forward<T>(T*, const T*, int64_t);                                           \
+  template void log_backward<T>(T*, const T*, const T*, int64_t);                                \
+  template void softmax_forward<T>(T*, const T*, int64_t, int64_t);                              \
+  template void softmax_backward<T>(T*, const T*, const T*, int64_t, int64_t);                   \
+  template void log_softmax_forward<T>(T*, const T*, int64_t, int64_t);                          \
+  template void log_softmax_backward<T>(T*, const T*, const T*, int64_t, int64_t);               \
   template void layernorm_forward<T>(T*, T*, T*, const T*, const T*, const T*, int64_t, int64_t, \
-                                     T);                                                        \
-  template void layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*,      \
-                                      const T*, int64_t, int64_t);                              \
-  template void sum_rows_accumulate<T>(T*, const T*, int64_t, int64_t);                         \
-  template void embedding_forward<T>(T*, const T*, const int64_t*, int64_t, int64_t);           \
-  template void embedding_backward<T>(T*, const T*, const int64_t*, int64_t, int64_t);          \
+                                     T);                                                         \
+  template void layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*,        \
+                                      const T*, int64_t, int64_t);                               \
+  template void sum_rows_accumulate<T>(T*, const T*, int64_t, int64_t);                          \
+  template void embedding_forward<T>(T*, const T*, const int64_t*, int64_t, int64_t);            \
+  template void embedding_backward<T>(T*, const T*, const int64_t*, int64_t, int64_t);           \
   template void adam_update<T>(T*, T*, T*, const T*, int64_t, T, T, T, T, T, bool, int64_t);
 
 GDP_NN_INSTANTIATE_KERNELS(float)

@@ -59,8 +59,8 @@ void layernorm_forward(T* out, T* mean, T* rstd, const T* in, const T* w, const 
                        int64_t C, T eps);
 // din (N, C), dw, db (C) accumulate; any of them may be null.
 template <typename T>
-void layernorm_backward(T* din, T* dw, T* db, const T* dout, const T* in, const T* w,
-                        const T* mean, const T* rstd, int64_t N, int64_t C);
+void layernorm_backward(T* din, T* dw, T* db, const T* dout, const T* in, const T* w, const T* mean,
+                        const T* rstd, int64_t N, int64_t C);
 // out (C) += column sums of in (N, C) (bias gradients).
 template <typename T>
 void sum_rows_accumulate(T* out, const T* in, int64_t N, int64_t C);

@@ -33,8 +33,8 @@ using IndexBuffer = std::shared_ptr<const gdp::cuda::DeviceIndexBuffer>;
 void require_cuda(const char* op, std::initializer_list<const Var*> inputs) {
   for (const Var* v : inputs)
     if (v->defined() && v->value().device() != Device::cuda)
-      fail(op, std::string("all inputs must be cuda tensors, got a ") + device_name(v->value().device()) +
-                   " one");
+      fail(op, std::string("all inputs must be cuda tensors, got a ") +
+                   device_name(v->value().device()) + " one");
 }
 
 // Device tensors of the cuda path must be contiguous (no strided device copies).
@@ -45,7 +45,8 @@ Tensor dense(const char* op, const Var& v) {
 }
 
 int to_int(const char* op, int64_t n) {
-  if (n < 0 || n > INT_MAX) fail(op, "size " + std::to_string(n) + " does not fit the kernels' int");
+  if (n < 0 || n > INT_MAX)
+    fail(op, "size " + std::to_string(n) + " does not fit the kernels' int");
   return static_cast<int>(n);
 }
 
@@ -65,7 +66,8 @@ IndexBuffer upload_index(const char* op, const std::vector<int64_t>& index, int6
   std::vector<int> host(index.size());
   for (size_t i = 0; i < index.size(); ++i) {
     if (index[i] < 0 || index[i] >= bound)
-      fail(op, "index " + std::to_string(index[i]) + " out of range [0, " + std::to_string(bound) + ")");
+      fail(op, "index " + std::to_string(index[i]) + " out of range [0, " + std::to_string(bound) +
+                   ")");
     host[i] = static_cast<int>(index[i]);
   }
   auto buf = std::make_shared<gdp::cuda::DeviceIndexBuffer>(host.size());
@@ -83,8 +85,8 @@ IndexBuffer upload_int32(const std::vector<int32_t>& v) {
 
 void accumulate(Tensor& dst, const Tensor& src) {
   if (dst.numel() != src.numel())
-    throw std::logic_error("nn: gradient accumulation with mismatched sizes " + shape_str(dst.shape()) +
-                           " and " + shape_str(src.shape()));
+    throw std::logic_error("nn: gradient accumulation with mismatched sizes " +
+                           shape_str(dst.shape()) + " and " + shape_str(src.shape()));
   if (dst.device() != Device::cuda || !dst.is_contiguous())
     fail("accumulate", "destination must be a contiguous cuda tensor");
   const Tensor s = src.device() == Device::cuda ? src : src.to_device(Device::cuda);
@@ -96,13 +98,15 @@ void accumulate(Tensor& dst, const Tensor& src) {
 
 namespace {
 // Row-major out (M, P) (+)= op(a) @ op(b), batched with element strides.
-void gemm_batched(float* out, const float* a, const float* b, int batch, int M, int K, int P, bool ta,
-                  bool tb, bool accumulate, long long sa, long long sb, long long so) {
+void gemm_batched(float* out, const float* a, const float* b, int batch, int M, int K, int P,
+                  bool ta, bool tb, bool accumulate, long long sa, long long sb, long long so) {
   if (M == 0 || P == 0) return;
   if (K == 0) return;  // the product is zero: nothing to add (forward outputs are zero-filled)
   const float beta = accumulate ? 1.0f : 0.0f;
-  if (batch == 1) gdp::cuda::gemm(out, a, b, M, P, K, ta, tb, 1.0f, beta);
-  else if (batch > 1) gdp::cuda::gemm_strided_batched(out, a, b, batch, M, P, K, ta, tb, 1.0f, beta, sa, sb, so);
+  if (batch == 1)
+    gdp::cuda::gemm(out, a, b, M, P, K, ta, tb, 1.0f, beta);
+  else if (batch > 1)
+    gdp::cuda::gemm_strided_batched(out, a, b, batch, M, P, K, ta, tb, 1.0f, beta, sa, sb, so);
 }
 }  // namespace
 
@@ -145,15 +149,17 @@ Var linear(const Var& x, const Var& w, const Var& bias) {
   require_cuda("linear", {&x, &w, &bias});
   const Tensor xv = dense("linear", x), wv = dense("linear", w);
   if (wv.ndim() != 2 || xv.ndim() < 1 || xv.shape().back() != wv.dim(1))
-    throw std::invalid_argument("nn::linear: x " + shape_str(xv.shape()) + " and w " + shape_str(wv.shape()) +
-                                " (want x (..., IN), w (OUT, IN))");
+    throw std::invalid_argument("nn::linear: x " + shape_str(xv.shape()) + " and w " +
+                                shape_str(wv.shape()) + " (want x (..., IN), w (OUT, IN))");
   const bool has_bias = bias.defined();
-  const int64_t IN = wv.dim(1), OUT = wv.dim(0), N = shape_numel(Shape(xv.shape().begin(), xv.shape().end() - 1));
+  const int64_t IN = wv.dim(1), OUT = wv.dim(0),
+                N = shape_numel(Shape(xv.shape().begin(), xv.shape().end() - 1));
   Tensor bv;
   if (has_bias) {
     bv = dense("linear", bias);
     if (bv.numel() != OUT || bv.ndim() != 1)
-      throw std::invalid_argument("nn::linear: bias " + shape_str(bv.shape()) + " for OUT = " + std::to_string(OUT));
+      throw std::invalid_argument("nn::linear: bias " + shape_str(bv.shape()) +
+                                  " for OUT = " + std::to_string(OUT));
   }
   const int iN = to_int("linear", N), iIN = to_int("linear", IN), iOUT = to_int("linear", OUT);
   Shape out_shape = xv.shape();
@@ -206,11 +212,16 @@ Var binary(const char* op, const Var& a, const Var& b) {
   const int iN = to_int(op, N), iC = to_int(op, C);
   Tensor y = device_empty(out_shape);
   if (iN > 0 && iC > 0) {
-    if (name == "add") gdp::cuda::add_forward(y.data(), av.data(), bv.data(), iN, iC, b_is_row);
-    else if (name == "sub") gdp::cuda::sub_forward(y.data(), av.data(), bv.data(), iN, iC, b_is_row);
-    else if (name == "mul") gdp::cuda::mul_forward(y.data(), av.data(), bv.data(), iN, iC, b_is_row);
-    else if (name == "div") gdp::cuda::div_forward(y.data(), av.data(), bv.data(), iN, iC, b_is_row);
-    else gdp::cuda::minmax_forward(y.data(), av.data(), bv.data(), iN, iC, b_is_row, is_max);
+    if (name == "add")
+      gdp::cuda::add_forward(y.data(), av.data(), bv.data(), iN, iC, b_is_row);
+    else if (name == "sub")
+      gdp::cuda::sub_forward(y.data(), av.data(), bv.data(), iN, iC, b_is_row);
+    else if (name == "mul")
+      gdp::cuda::mul_forward(y.data(), av.data(), bv.data(), iN, iC, b_is_row);
+    else if (name == "div")
+      gdp::cuda::div_forward(y.data(), av.data(), bv.data(), iN, iC, b_is_row);
+    else
+      gdp::cuda::minmax_forward(y.data(), av.data(), bv.data(), iN, iC, b_is_row, is_max);
   }
   const bool rg = needs_grad<float>({&a, &b});
   Var out(std::move(y), rg);
@@ -220,11 +231,16 @@ Var binary(const char* op, const Var& a, const Var& b) {
     float* da = grad_of(an);
     float* db = grad_of(bn);
     if ((!da && !db) || iN == 0 || iC == 0) return;
-    if (name == "add") gdp::cuda::add_backward(da, db, g.data(), iN, iC, b_is_row);
-    else if (name == "sub") gdp::cuda::sub_backward(da, db, g.data(), iN, iC, b_is_row);
-    else if (name == "mul") gdp::cuda::mul_backward(da, db, g.data(), av.data(), bv.data(), iN, iC, b_is_row);
-    else if (name == "div") gdp::cuda::div_backward(da, db, g.data(), av.data(), bv.data(), iN, iC, b_is_row);
-    else gdp::cuda::minmax_backward(da, db, g.data(), av.data(), bv.data(), iN, iC, b_is_row, is_max);
+    if (name == "add")
+      gdp::cuda::add_backward(da, db, g.data(), iN, iC, b_is_row);
+    else if (name == "sub")
+      gdp::cuda::sub_backward(da, db, g.data(), iN, iC, b_is_row);
+    else if (name == "mul")
+      gdp::cuda::mul_backward(da, db, g.data(), av.data(), bv.data(), iN, iC, b_is_row);
+    else if (name == "div")
+      gdp::cuda::div_backward(da, db, g.data(), av.data(), bv.data(), iN, iC, b_is_row);
+    else
+      gdp::cuda::minmax_backward(da, db, g.data(), av.data(), bv.data(), iN, iC, b_is_row, is_max);
   });
   return out;
 }
@@ -237,13 +253,20 @@ Var unary(const char* op, const Var& x) {
   Fwd fwd = nullptr;
   Bwd bwd = nullptr;
   bool uses_output = false;
-  if (name == "relu") fwd = gdp::cuda::relu_forward, bwd = gdp::cuda::relu_backward;
-  else if (name == "gelu") fwd = gdp::cuda::gelu_forward, bwd = gdp::cuda::gelu_backward;
-  else if (name == "log") fwd = gdp::cuda::log_forward, bwd = gdp::cuda::log_backward;
-  else if (name == "tanh") fwd = gdp::cuda::tanh_forward, bwd = gdp::cuda::tanh_backward, uses_output = true;
-  else if (name == "sigmoid") fwd = gdp::cuda::sigmoid_forward, bwd = gdp::cuda::sigmoid_backward, uses_output = true;
-  else if (name == "exp") fwd = gdp::cuda::exp_forward, bwd = gdp::cuda::exp_backward, uses_output = true;
-  else fail(op, "unknown unary op (cuda unary ops: relu, gelu, tanh, sigmoid, exp, log)");
+  if (name == "relu")
+    fwd = gdp::cuda::relu_forward, bwd = gdp::cuda::relu_backward;
+  else if (name == "gelu")
+    fwd = gdp::cuda::gelu_forward, bwd = gdp::cuda::gelu_backward;
+  else if (name == "log")
+    fwd = gdp::cuda::log_forward, bwd = gdp::cuda::log_backward;
+  else if (name == "tanh")
+    fwd = gdp::cuda::tanh_forward, bwd = gdp::cuda::tanh_backward, uses_output = true;
+  else if (name == "sigmoid")
+    fwd = gdp::cuda::sigmoid_forward, bwd = gdp::cuda::sigmoid_backward, uses_output = true;
+  else if (name == "exp")
+    fwd = gdp::cuda::exp_forward, bwd = gdp::cuda::exp_backward, uses_output = true;
+  else
+    fail(op, "unknown unary op (cuda unary ops: relu, gelu, tanh, sigmoid, exp, log)");
   const Tensor xv = dense(op, x);
   const std::size_t n = static_cast<std::size_t>(xv.numel());
   Tensor y = device_empty(xv.shape());
@@ -300,8 +323,10 @@ Var row_op(const char* op, const Var& x) {
   const int iN = to_int(op, N), iC = to_int(op, C);
   Tensor y = device_empty(xv.shape());
   if (iN > 0 && iC > 0) {
-    if (is_log) gdp::cuda::log_softmax_forward(y.data(), xv.data(), iN, iC);
-    else gdp::cuda::softmax_forward(y.data(), xv.data(), iN, iC);
+    if (is_log)
+      gdp::cuda::log_softmax_forward(y.data(), xv.data(), iN, iC);
+    else
+      gdp::cuda::softmax_forward(y.data(), xv.data(), iN, iC);
   }
   const bool rg = needs_grad<float>({&x});
   Var out(y, rg);
@@ -310,15 +335,18 @@ Var row_op(const char* op, const Var& x) {
   record(out, [xn, y, is_log, iN, iC](Tensor& g) {
     float* dx = grad_of(xn);
     if (!dx || iN == 0 || iC == 0) return;
-    if (is_log) gdp::cuda::log_softmax_backward(dx, y.data(), g.data(), iN, iC);
-    else gdp::cuda::softmax_backward(dx, y.data(), g.data(), iN, iC);
+    if (is_log)
+      gdp::cuda::log_softmax_backward(dx, y.data(), g.data(), iN, iC);
+    else
+      gdp::cuda::softmax_backward(dx, y.data(), g.data(), iN, iC);
   });
   return out;
 }
 
 Var layer_norm(const Var& x, const Var& weight, const Var& bias, float eps) {
   require_cuda("layer_norm", {&x, &weight, &bias});
-  const Tensor xv = dense("layer_norm", x), wv = dense("layer_norm", weight), bv = dense("layer_norm", bias);
+  const Tensor xv = dense("layer_norm", x), wv = dense("layer_norm", weight),
+               bv = dense("layer_norm", bias);
   if (xv.ndim() < 1) throw std::invalid_argument("nn::layer_norm: x needs rank >= 1");
   const int64_t C = xv.shape().back(), N = C == 0 ? 0 : xv.numel() / C;
   if (wv.numel() != C || bv.numel() != C)
@@ -328,7 +356,8 @@ Var layer_norm(const Var& x, const Var& weight, const Var& bias, float eps) {
   Tensor y = device_empty(xv.shape());
   Tensor mean = device_empty({N}), rstd = device_empty({N});
   if (iN > 0 && iC > 0)
-    gdp::cuda::layernorm_forward(y.data(), mean.data(), rstd.data(), xv.data(), wv.data(), bv.data(), iN, iC, eps);
+    gdp::cuda::layernorm_forward(y.data(), mean.data(), rstd.data(), xv.data(), wv.data(),
+                                 bv.data(), iN, iC, eps);
   const bool rg = needs_grad<float>({&x, &weight, &bias});
   Var out(std::move(y), rg);
   if (!rg) return out;
@@ -339,11 +368,12 @@ Var layer_norm(const Var& x, const Var& weight, const Var& bias, float eps) {
     float* db = grad_of(bn);
     if (iN == 0 || iC == 0) return;
     if (dx) {
-      gdp::cuda::layernorm_backward(dx, dw, db, g.data(), xv.data(), wv.data(), mean.data(), rstd.data(), iN, iC);
+      gdp::cuda::layernorm_backward(dx, dw, db, g.data(), xv.data(), wv.data(), mean.data(),
+                                    rstd.data(), iN, iC);
     } else if (dw || db) {  // the kernel always writes dx: give it a scratch buffer
       Tensor scratch = device_empty(xv.shape());
-      gdp::cuda::layernorm_backward(scratch.data(), dw, db, g.data(), xv.data(), wv.data(), mean.data(),
-                                    rstd.data(), iN, iC);
+      gdp::cuda::layernorm_backward(scratch.data(), dw, db, g.data(), xv.data(), wv.data(),
+                                    mean.data(), rstd.data(), iN, iC);
     }
   });
   return out;
@@ -363,8 +393,10 @@ Var move_axis_last(const char* op, const Var& x, int64_t axis, bool keepdim, Sha
   for (int64_t i = 0; i < r; ++i) {
     if (i < a) outer *= s[i];
     if (i > a) inner *= s[i];
-    if (i != a) reduced_shape.push_back(s[i]);
-    else if (keepdim) reduced_shape.push_back(1);
+    if (i != a)
+      reduced_shape.push_back(s[i]);
+    else if (keepdim)
+      reduced_shape.push_back(1);
   }
   if (inner == 1) return reshape(x, {outer, s[a]});
   return transpose(reshape(x, {outer, s[a], inner}), 1, 2);
@@ -380,14 +412,17 @@ Var sum_axis(const char* op, const Var& x, int64_t axis, bool keepdim, bool is_m
     const Var moved = move_axis_last(op, x, a, keepdim, reduced);
     return reshape(sum_axis(op, moved, -1, false, is_mean), reduced);
   }
-  const int64_t C = xv.shape().back(), N = shape_numel(Shape(xv.shape().begin(), xv.shape().end() - 1));
+  const int64_t C = xv.shape().back(),
+                N = shape_numel(Shape(xv.shape().begin(), xv.shape().end() - 1));
   Shape out_shape(xv.shape().begin(), xv.shape().end() - 1);
   if (keepdim) out_shape.push_back(1);
   const int iN = to_int(op, N), iC = to_int(op, C);
   Tensor y(out_shape, Device::cuda);  // zeros (C == 0 leaves them)
   if (iN > 0 && iC > 0) {
-    if (is_mean) gdp::cuda::mean_forward(y.data(), xv.data(), iN, iC);
-    else gdp::cuda::sum_forward(y.data(), xv.data(), iN, iC);
+    if (is_mean)
+      gdp::cuda::mean_forward(y.data(), xv.data(), iN, iC);
+    else
+      gdp::cuda::sum_forward(y.data(), xv.data(), iN, iC);
   }
   const bool rg = needs_grad<float>({&x});
   Var out(std::move(y), rg);
@@ -396,8 +431,10 @@ Var sum_axis(const char* op, const Var& x, int64_t axis, bool keepdim, bool is_m
   record(out, [xn, is_mean, iN, iC](Tensor& g) {
     float* dx = grad_of(xn);
     if (!dx || iN == 0 || iC == 0) return;
-    if (is_mean) gdp::cuda::mean_backward(dx, g.data(), iN, iC);
-    else gdp::cuda::sum_backward(dx, g.data(), iN, iC);
+    if (is_mean)
+      gdp::cuda::mean_backward(dx, g.data(), iN, iC);
+    else
+      gdp::cuda::sum_backward(dx, g.data(), iN, iC);
   });
   return out;
 }
@@ -475,8 +512,10 @@ Var gather(const char* op, const Var& x, const std::vector<int64_t>& index) {
   out_shape[0] = M;
   Tensor y = device_empty(out_shape);
   if (iM > 0 && iC > 0) {
-    if (is_embedding) gdp::cuda::embedding_forward(y.data(), xv.data(), idx->data(), iM, iC);
-    else gdp::cuda::gather_rows(y.data(), xv.data(), idx->data(), iM, iC);
+    if (is_embedding)
+      gdp::cuda::embedding_forward(y.data(), xv.data(), idx->data(), iM, iC);
+    else
+      gdp::cuda::gather_rows(y.data(), xv.data(), idx->data(), iM, iC);
   }
   const bool rg = needs_grad<float>({&x});
   Var out(std::move(y), rg);
@@ -485,8 +524,10 @@ Var gather(const char* op, const Var& x, const std::vector<int64_t>& index) {
   record(out, [xn, idx, is_embedding, iM, iC](Tensor& g) {
     float* dx = grad_of(xn);
     if (!dx || iM == 0 || iC == 0) return;
-    if (is_embedding) gdp::cuda::embedding_backward(dx, g.data(), idx->data(), iM, iC);
-    else gdp::cuda::scatter_add_rows(dx, g.data(), idx->data(), iM, iC);
+    if (is_embedding)
+      gdp::cuda::embedding_backward(dx, g.data(), idx->data(), iM, iC);
+    else
+      gdp::cuda::scatter_add_rows(dx, g.data(), idx->data(), iM, iC);
   });
   return out;
 }
@@ -550,9 +591,11 @@ Var expand(const Var& x, const Shape& shape) {
   const Shape& xs = xv.shape();
   const int64_t r = static_cast<int64_t>(shape.size()), xr = xv.ndim();
   if (r > gdp::cuda::kMaxBroadcastDims)
-    fail("expand", "rank " + std::to_string(r) + " above " + std::to_string(gdp::cuda::kMaxBroadcastDims));
+    fail("expand",
+         "rank " + std::to_string(r) + " above " + std::to_string(gdp::cuda::kMaxBroadcastDims));
   if (xr > r || broadcast_shapes(xs, shape) != shape)
-    throw std::invalid_argument("nn::expand: cannot broadcast " + shape_str(xs) + " to " + shape_str(shape));
+    throw std::invalid_argument("nn::expand: cannot broadcast " + shape_str(xs) + " to " +
+                                shape_str(shape));
   gdp::cuda::BroadcastShape bs;
   bs.ndim = static_cast<int>(r);
   long long stride = 1;
@@ -605,7 +648,8 @@ Var concat(const std::vector<Var>& parts, int64_t axis) {
   Tensor y = device_empty(out_shape);
   for (std::size_t k = 0; k < vals.size(); ++k)
     if (iouter > 0 && lens[k] > 0)
-      gdp::cuda::copy_2d(y.data() + offsets[k], out_row, vals[k].data(), lens[k], iouter, lens[k], false);
+      gdp::cuda::copy_2d(y.data() + offsets[k], out_row, vals[k].data(), lens[k], iouter, lens[k],
+                         false);
   bool rg = false;
   for (const Var& p : parts) rg = rg || needs_grad<float>({&p});
   Var out(std::move(y), rg);
@@ -626,8 +670,8 @@ Var slice(const Var& x, int64_t axis, int64_t start, int64_t end) {
   const Tensor xv = dense("slice", x);
   const int64_t r = xv.ndim(), ax = normalize_axis(axis, r, "slice"), n = xv.shape()[ax];
   if (start < 0 || end > n || start > end)
-    throw std::out_of_range("nn::slice: [" + std::to_string(start) + ", " + std::to_string(end) + ") on axis " +
-                            std::to_string(ax) + " of " + shape_str(xv.shape()));
+    throw std::out_of_range("nn::slice: [" + std::to_string(start) + ", " + std::to_string(end) +
+                            ") on axis " + std::to_string(ax) + " of " + shape_str(xv.shape()));
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < ax; ++i) outer *= xv.shape()[i];
   for (int64_t i = ax + 1; i < r; ++i) inner *= xv.shape()[i];
@@ -636,14 +680,16 @@ Var slice(const Var& x, int64_t axis, int64_t start, int64_t end) {
   Shape out_shape = xv.shape();
   out_shape[ax] = end - start;
   Tensor y = device_empty(out_shape);
-  if (iouter > 0 && len > 0) gdp::cuda::copy_2d(y.data(), len, xv.data() + first, in_row, iouter, len, false);
+  if (iouter > 0 && len > 0)
+    gdp::cuda::copy_2d(y.data(), len, xv.data() + first, in_row, iouter, len, false);
   const bool rg = needs_grad<float>({&x});
   Var out(std::move(y), rg);
   if (!rg) return out;
   NodeF xn = x.node();
   record(out, [xn, iouter, in_row, len, first](Tensor& g) {
     if (float* d = grad_of(xn))
-      if (iouter > 0 && len > 0) gdp::cuda::copy_2d(d + first, in_row, g.data(), len, iouter, len, true);
+      if (iouter > 0 && len > 0)
+        gdp::cuda::copy_2d(d + first, in_row, g.data(), len, iouter, len, true);
   });
   return out;
 }
@@ -694,11 +740,12 @@ std::mutex g_csr_cache_mutex;
 std::shared_ptr<const DeviceCsr> device_csr(const Csr& csr) {
   const std::lock_guard<std::mutex> lock(g_csr_cache_mutex);
   auto cached = std::static_pointer_cast<const DeviceCsr>(csr.device_copy);
-  if (!cached || cached->row_ptr_src != csr.row_ptr.data() || cached->col_idx_src != csr.col_idx.data() ||
-      cached->row_ptr_n != csr.row_ptr.size() || cached->col_idx_n != csr.col_idx.size()) {
-    cached = std::make_shared<const DeviceCsr>(DeviceCsr{upload_int32(csr.row_ptr), upload_int32(csr.col_idx),
-                                                         csr.row_ptr.data(), csr.col_idx.data(), csr.row_ptr.size(),
-                                                         csr.col_idx.size()});
+  if (!cached || cached->row_ptr_src != csr.row_ptr.data() ||
+      cached->col_idx_src != csr.col_idx.data() || cached->row_ptr_n != csr.row_ptr.size() ||
+      cached->col_idx_n != csr.col_idx.size()) {
+    cached = std::make_shared<const DeviceCsr>(
+        DeviceCsr{upload_int32(csr.row_ptr), upload_int32(csr.col_idx), csr.row_ptr.data(),
+                  csr.col_idx.data(), csr.row_ptr.size(), csr.col_idx.size()});
     csr.device_copy = cached;
   }
   return cached;
@@ -708,17 +755,22 @@ Var segment_op(const char* op, const Var& x, const Csr& csr, bool is_max) {
   require_cuda(op, {&x});
   const Tensor xv = dense(op, x);
   if (xv.ndim() != 2) throw std::invalid_argument(std::string("nn::") + op + ": x must be (N, C)");
-  if (csr.row_ptr.empty()) throw std::invalid_argument(std::string("nn::") + op + ": empty row_ptr");
+  if (csr.row_ptr.empty())
+    throw std::invalid_argument(std::string("nn::") + op + ": empty row_ptr");
   const int R = to_int(op, static_cast<int64_t>(csr.row_ptr.size()) - 1), C = to_int(op, xv.dim(1));
   to_int(op, xv.dim(0));
   const std::shared_ptr<const DeviceCsr> dev = device_csr(csr);
   const IndexBuffer rp = dev->row_ptr, ci = dev->col_idx;
   Tensor y = device_empty({static_cast<int64_t>(R), static_cast<int64_t>(C)});
   std::shared_ptr<gdp::cuda::DeviceIndexBuffer> argmax;
-  if (is_max) argmax = std::make_shared<gdp::cuda::DeviceIndexBuffer>(static_cast<std::size_t>(R) * C);
+  if (is_max)
+    argmax = std::make_shared<gdp::cuda::DeviceIndexBuffer>(static_cast<std::size_t>(R) * C);
   if (R > 0 && C > 0) {
-    if (is_max) gdp::cuda::segment_max_forward(y.data(), argmax->data(), xv.data(), rp->data(), ci->data(), R, C);
-    else gdp::cuda::segment_mean_forward(y.data(), xv.data(), rp->data(), ci->data(), R, C);
+    if (is_max)
+      gdp::cuda::segment_max_forward(y.data(), argmax->data(), xv.data(), rp->data(), ci->data(), R,
+                                     C);
+    else
+      gdp::cuda::segment_mean_forward(y.data(), xv.data(), rp->data(), ci->data(), R, C);
   }
   const bool rg = needs_grad<float>({&x});
   Var out(std::move(y), rg);
@@ -727,8 +779,10 @@ Var segment_op(const char* op, const Var& x, const Csr& csr, bool is_max) {
   record(out, [xn, rp, ci, argmax, is_max, R, C](Tensor& g) {
     float* dx = grad_of(xn);
     if (!dx || R == 0 || C == 0) return;
-    if (is_max) gdp::cuda::segment_max_backward(dx, g.data(), argmax->data(), R, C);
-    else gdp::cuda::segment_mean_backward(dx, g.data(), rp->data(), ci->data(), R, C);
+    if (is_max)
+      gdp::cuda::segment_max_backward(dx, g.data(), argmax->data(), R, C);
+    else
+      gdp::cuda::segment_mean_backward(dx, g.data(), rp->data(), ci->data(), R, C);
   });
   return out;
 }
@@ -743,26 +797,29 @@ Var segment_max(const Var& x, const Csr& csr) { return segment_op("segment_max",
 // attention kernel; the heads are split (S, H, Dh) -> (H, S, Dh) and merged back by axis swaps.
 // Same maths as nn/attention.h (derivation in docs/attention.md).
 
-Var rel_attention(const Var& q, const Var& k, const Var& v, const Var& rk, const Var& u, const Var& vb,
-                  const RelAttentionDims& d) {
+Var rel_attention(const Var& q, const Var& k, const Var& v, const Var& rk, const Var& u,
+                  const Var& vb, const RelAttentionDims& d) {
   const char* op = "rel_attention";
   require_cuda(op, {&q, &k, &v, &rk, &u, &vb});
   d.validate();
-  const Tensor qv = dense(op, q), kv = dense(op, k), vv = dense(op, v), rkv = dense(op, rk), uv = dense(op, u),
-               vbv = dense(op, vb);
+  const Tensor qv = dense(op, q), kv = dense(op, k), vv = dense(op, v), rkv = dense(op, rk),
+               uv = dense(op, u), vbv = dense(op, vb);
   // Shapes are checked by the caller (nn/graph_ops.cpp) for both devices.
   const int H = d.H, S = d.S, K = d.K(), P = d.P(), Dh = d.Dh, D = d.D();
   to_int(op, static_cast<int64_t>(H) * S * P);
   const int base = d.M + d.rel_offset();
   const float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
   // (rows, H, Dh) -> (H, rows, Dh) and back.
-  auto split = [&](float* out, const float* x, int rows) { gdp::cuda::swap_axes(out, x, 1, rows, 1, H, Dh, false); };
-  const long long sS = static_cast<long long>(S) * Dh,
-                  sP = static_cast<long long>(P) * Dh, sSP = static_cast<long long>(S) * P;
+  auto split = [&](float* out, const float* x, int rows) {
+    gdp::cuda::swap_axes(out, x, 1, rows, 1, H, Dh, false);
+  };
+  const long long sS = static_cast<long long>(S) * Dh, sP = static_cast<long long>(P) * Dh,
+                  sSP = static_cast<long long>(S) * P;
 
   Tensor tmp = device_empty({S, D});
-  Tensor qu_h = device_empty({H, S, Dh}), qv_h = device_empty({H, S, Dh}), k_h = device_empty({H, K, Dh}),
-         v_h = device_empty({H, K, Dh}), rk_h = device_empty({H, P, Dh});
+  Tensor qu_h = device_empty({H, S, Dh}), qv_h = device_empty({H, S, Dh}),
+         k_h = device_empty({H, K, Dh}), v_h = device_empty({H, K, Dh}),
+         rk_h = device_empty({H, P, Dh});
   gdp::cuda::add_forward(tmp.data(), qv.data(), uv.data(), S, D, true);
   split(qu_h.data(), tmp.data(), S);
   gdp::cuda::add_forward(tmp.data(), qv.data(), vbv.data(), S, D, true);
@@ -773,13 +830,13 @@ Var rel_attention(const Var& q, const Var& k, const Var& v, const Var& rk, const
   Tensor pos = device_empty({H, S, K});
   {
     Tensor bd = device_empty({H, S, P});  // (q + vb) rk^T per head
-    gdp::cuda::gemm_strided_batched(bd.data(), qv_h.data(), rk_h.data(), H, S, P, Dh, false, true, 1.0f, 0.0f,
-                                    sS, sP, sSP);
+    gdp::cuda::gemm_strided_batched(bd.data(), qv_h.data(), rk_h.data(), H, S, P, Dh, false, true,
+                                    1.0f, 0.0f, sS, sP, sSP);
     gdp::cuda::rel_shift_forward(pos.data(), bd.data(), H, S, K, P, base, scale);
   }
   Tensor att = device_empty({H, S, K}), out_h = device_empty({H, S, Dh});
-  gdp::cuda::attention_forward(out_h.data(), att.data(), qu_h.data(), k_h.data(), v_h.data(), pos.data(), H, S, K,
-                               Dh, d.causal);
+  gdp::cuda::attention_forward(out_h.data(), att.data(), qu_h.data(), k_h.data(), v_h.data(),
+                               pos.data(), H, S, K, Dh, d.causal);
   Tensor y = device_empty({S, D});
   gdp::cuda::swap_axes(y.data(), out_h.data(), 1, H, 1, S, Dh, false);
   const bool rg = needs_grad<float>({&q, &k, &v, &rk, &u, &vb});
@@ -787,26 +844,29 @@ Var rel_attention(const Var& q, const Var& k, const Var& v, const Var& rk, const
   if (!rg) return out;
   NodeF qn = q.node(), kn = k.node(), vn = v.node(), rn = rk.node(), un = u.node(), bn = vb.node();
   record(out, [=](Tensor& g) {
-    float *dq = grad_of(qn), *dk = grad_of(kn), *dv = grad_of(vn), *drk = grad_of(rn), *du = grad_of(un),
-          *dvb = grad_of(bn);
+    float *dq = grad_of(qn), *dk = grad_of(kn), *dv = grad_of(vn), *drk = grad_of(rn),
+          *du = grad_of(un), *dvb = grad_of(bn);
     // (H, rows, Dh) += ... merged into (rows, H, Dh).
     auto merge_into = [&](float* dst, const float* x_h, int rows, bool accumulate = true) {
       gdp::cuda::swap_axes(dst, x_h, 1, H, 1, rows, Dh, accumulate);
     };
     Tensor g_h = device_empty({H, S, Dh});
     gdp::cuda::swap_axes(g_h.data(), g.data(), 1, S, 1, H, Dh, false);
-    Tensor dqu_h({H, S, Dh}, Device::cuda), dk_h({H, K, Dh}, Device::cuda), dv_h({H, K, Dh}, Device::cuda),
+    Tensor dqu_h({H, S, Dh}, Device::cuda), dk_h({H, K, Dh}, Device::cuda),
+        dv_h({H, K, Dh}, Device::cuda),
         dpos({H, S, K}, Device::cuda);  // zeros: the kernels accumulate
     Tensor scratch = device_empty({H, S, K});
-    gdp::cuda::attention_backward(dqu_h.data(), dk_h.data(), dv_h.data(), dpos.data(), scratch.data(), g_h.data(), qu_h.data(), k_h.data(), v_h.data(), att.data(), H, S, K, Dh);
+    gdp::cuda::attention_backward(dqu_h.data(), dk_h.data(), dv_h.data(), dpos.data(),
+                                  scratch.data(), g_h.data(), qu_h.data(), k_h.data(), v_h.data(),
+                                  att.data(), H, S, K, Dh);
     if (dk) merge_into(dk, dk_h.data(), K);
     if (dv) merge_into(dv, dv_h.data(), K);
     Tensor dbd({H, S, P}, Device::cuda);
     gdp::cuda::rel_shift_backward(dbd.data(), dpos.data(), H, S, K, P, base, scale);
     if (drk) {  // (H, P, Dh) = dbd^T (q + vb)
       Tensor drk_h = device_empty({H, P, Dh});
-      gdp::cuda::gemm_strided_batched(drk_h.data(), dbd.data(), qv_h.data(), H, P, Dh, S, true, false, 1.0f, 0.0f,
-                                      sSP, sS, sP);
+      gdp::cuda::gemm_strided_batched(drk_h.data(), dbd.data(), qv_h.data(), H, P, Dh, S, true,
+                                      false, 1.0f, 0.0f, sSP, sS, sP);
       merge_into(drk, drk_h.data(), P);
     }
     if (dq || du) {  // content path: dq += dqu, du += column sums
@@ -817,8 +877,8 @@ Var rel_attention(const Var& q, const Var& k, const Var& v, const Var& rk, const
     }
     if (dq || dvb) {  // position path: dqv = dbd rk per head
       Tensor dqv_h = device_empty({H, S, Dh});
-      gdp::cuda::gemm_strided_batched(dqv_h.data(), dbd.data(), rk_h.data(), H, S, Dh, P, false, false, 1.0f, 0.0f,
-                                      sSP, sP, sS);
+      gdp::cuda::gemm_strided_batched(dqv_h.data(), dbd.data(), rk_h.data(), H, S, Dh, P, false,
+                                      false, 1.0f, 0.0f, sSP, sP, sS);
       Tensor m = device_empty({S, D});
       merge_into(m.data(), dqv_h.data(), S, false);
       if (dq) add_into(dq, m.data(), static_cast<int64_t>(S) * D);

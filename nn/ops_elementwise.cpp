@@ -128,12 +128,18 @@ enum class BinOp { add, sub, mul, div, min, max };
 template <typename T>
 inline T bin_apply(BinOp op, T x, T y) {
   switch (op) {
-    case BinOp::add: return x + y;
-    case BinOp::sub: return x - y;
-    case BinOp::mul: return x * y;
-    case BinOp::div: return x / y;
-    case BinOp::min: return x <= y ? x : y;
-    case BinOp::max: return x >= y ? x : y;
+    case BinOp::add:
+      return x + y;
+    case BinOp::sub:
+      return x - y;
+    case BinOp::mul:
+      return x * y;
+    case BinOp::div:
+      return x / y;
+    case BinOp::min:
+      return x <= y ? x : y;
+    case BinOp::max:
+      return x >= y ? x : y;
   }
   return T(0);
 }
@@ -142,23 +148,35 @@ inline T bin_apply(BinOp op, T x, T y) {
 template <typename T>
 inline T bin_da(BinOp op, T x, T y) {
   switch (op) {
-    case BinOp::add: case BinOp::sub: return T(1);
-    case BinOp::mul: return y;
-    case BinOp::div: return T(1) / y;
-    case BinOp::min: return x <= y ? T(1) : T(0);
-    case BinOp::max: return x >= y ? T(1) : T(0);
+    case BinOp::add:
+    case BinOp::sub:
+      return T(1);
+    case BinOp::mul:
+      return y;
+    case BinOp::div:
+      return T(1) / y;
+    case BinOp::min:
+      return x <= y ? T(1) : T(0);
+    case BinOp::max:
+      return x >= y ? T(1) : T(0);
   }
   return T(0);
 }
 template <typename T>
 inline T bin_db(BinOp op, T x, T y) {
   switch (op) {
-    case BinOp::add: return T(1);
-    case BinOp::sub: return T(-1);
-    case BinOp::mul: return x;
-    case BinOp::div: return -x / (y * y);
-    case BinOp::min: return x <= y ? T(0) : T(1);
-    case BinOp::max: return x >= y ? T(0) : T(1);
+    case BinOp::add:
+      return T(1);
+    case BinOp::sub:
+      return T(-1);
+    case BinOp::mul:
+      return x;
+    case BinOp::div:
+      return -x / (y * y);
+    case BinOp::min:
+      return x <= y ? T(0) : T(1);
+    case BinOp::max:
+      return x >= y ? T(0) : T(1);
   }
   return T(0);
 }
@@ -198,12 +216,18 @@ void bin_forward(T* out, const T* a, const T* b, const BroadcastPlan& plan) {
 template <typename T>
 void bin_forward_op(BinOp op, T* out, const T* a, const T* b, const BroadcastPlan& plan) {
   switch (op) {
-    case BinOp::add: return bin_forward<BinOp::add>(out, a, b, plan);
-    case BinOp::sub: return bin_forward<BinOp::sub>(out, a, b, plan);
-    case BinOp::mul: return bin_forward<BinOp::mul>(out, a, b, plan);
-    case BinOp::div: return bin_forward<BinOp::div>(out, a, b, plan);
-    case BinOp::min: return bin_forward<BinOp::min>(out, a, b, plan);
-    case BinOp::max: return bin_forward<BinOp::max>(out, a, b, plan);
+    case BinOp::add:
+      return bin_forward<BinOp::add>(out, a, b, plan);
+    case BinOp::sub:
+      return bin_forward<BinOp::sub>(out, a, b, plan);
+    case BinOp::mul:
+      return bin_forward<BinOp::mul>(out, a, b, plan);
+    case BinOp::div:
+      return bin_forward<BinOp::div>(out, a, b, plan);
+    case BinOp::min:
+      return bin_forward<BinOp::min>(out, a, b, plan);
+    case BinOp::max:
+      return bin_forward<BinOp::max>(out, a, b, plan);
   }
 }
 
@@ -262,7 +286,8 @@ BasicVar<T> binary(BinOp op, const char* name, const BasicVar<T>& a, const Basic
   detail::require_cpu<T>(name, {&a, &b});
   const Shape out_shape = broadcast_shapes(a.shape(), b.shape());
   const BasicTensor<T> av = a.value().contiguous(), bv = b.value().contiguous();
-  auto plan = std::make_shared<BroadcastPlan>(out_shape, std::vector<Shape>{av.shape(), bv.shape()});
+  auto plan =
+      std::make_shared<BroadcastPlan>(out_shape, std::vector<Shape>{av.shape(), bv.shape()});
   BasicTensor<T> y = BasicTensor<T>::empty(out_shape);
   bin_forward_op(op, y.data(), av.data(), bv.data(), *plan);
   const bool rg = needs_grad<T>({&a, &b});
@@ -348,10 +373,11 @@ BasicVar<T> pointwise(const char* name, const BasicVar<T>& x, F f, DF df) {
 
 // The cuda path of the parametrised maps (cuda::MapOp) for device tensors.
 #ifdef GDP_HAVE_CUDA
-#define GDP_NN_DEVICE_MAP(name, x, f, p0, p1)                                                       \
-  if constexpr (std::is_same_v<T, float>)                                                           \
-    if (x.defined() && detail::on_device<T>({&x}))                                                  \
-      return detail::cuda_ops::map(name, x, gdp::cuda::MapOp::f, static_cast<float>(p0), static_cast<float>(p1));
+#define GDP_NN_DEVICE_MAP(name, x, f, p0, p1)                                            \
+  if constexpr (std::is_same_v<T, float>)                                                \
+    if (x.defined() && detail::on_device<T>({&x}))                                       \
+      return detail::cuda_ops::map(name, x, gdp::cuda::MapOp::f, static_cast<float>(p0), \
+                                   static_cast<float>(p1));
 #else
 #define GDP_NN_DEVICE_MAP(name, x, f, p0, p1)
 #endif
@@ -384,12 +410,14 @@ BasicVar<T> maximum(const BasicVar<T>& a, const BasicVar<T>& b) {
 template <typename T>
 BasicVar<T> add_scalar(const BasicVar<T>& x, T s) {
   GDP_NN_DEVICE_MAP("add_scalar", x, affine, 1, s)
-  return pointwise<T>("add_scalar", x, [s](T v) { return v + s; }, [](T) { return T(1); });
+  return pointwise<T>(
+      "add_scalar", x, [s](T v) { return v + s; }, [](T) { return T(1); });
 }
 template <typename T>
 BasicVar<T> scale(const BasicVar<T>& x, T s) {
   GDP_NN_DEVICE_MAP("scale", x, affine, s, 0)
-  return pointwise<T>("scale", x, [s](T v) { return v * s; }, [s](T) { return s; });
+  return pointwise<T>(
+      "scale", x, [s](T v) { return v * s; }, [s](T) { return s; });
 }
 template <typename T>
 BasicVar<T> neg(const BasicVar<T>& x) {
@@ -398,14 +426,14 @@ BasicVar<T> neg(const BasicVar<T>& x) {
 template <typename T>
 BasicVar<T> square(const BasicVar<T>& x) {
   GDP_NN_DEVICE_MAP("square", x, square, 0, 0)
-  return pointwise<T>("square", x, [](T v) { return v * v; }, [](T v) { return T(2) * v; });
+  return pointwise<T>(
+      "square", x, [](T v) { return v * v; }, [](T v) { return T(2) * v; });
 }
 template <typename T>
 BasicVar<T> sqrt(const BasicVar<T>& x) {
   GDP_NN_DEVICE_MAP("sqrt", x, sqrt, 0, 0)
   return pointwise<T>(
-      "sqrt", x, [](T v) { return std::sqrt(v); },
-      [](T v) { return T(0.5) / std::sqrt(v); });
+      "sqrt", x, [](T v) { return std::sqrt(v); }, [](T v) { return T(0.5) / std::sqrt(v); });
 }
 template <typename T>
 BasicVar<T> clamp(const BasicVar<T>& x, T lo, T hi) {
@@ -477,26 +505,26 @@ BasicVar<T> detach(const BasicVar<T>& x) {
   return BasicVar<T>(x.value(), false);
 }
 
-#define GDP_NN_INSTANTIATE_ELEMENTWISE(T)                                  \
-  template BasicVar<T> add(const BasicVar<T>&, const BasicVar<T>&);       \
-  template BasicVar<T> sub(const BasicVar<T>&, const BasicVar<T>&);       \
-  template BasicVar<T> mul(const BasicVar<T>&, const BasicVar<T>&);       \
-  template BasicVar<T> div(const BasicVar<T>&, const BasicVar<T>&);       \
-  template BasicVar<T> minimum(const BasicVar<T>&, const BasicVar<T>&);   \
-  template BasicVar<T> maximum(const BasicVar<T>&, const BasicVar<T>&);   \
-  template BasicVar<T> add_scalar(const BasicVar<T>&, T);                 \
-  template BasicVar<T> scale(const BasicVar<T>&, T);                      \
-  template BasicVar<T> neg(const BasicVar<T>&);                           \
-  template BasicVar<T> square(const BasicVar<T>&);                        \
-  template BasicVar<T> sqrt(const BasicVar<T>&);                          \
-  template BasicVar<T> clamp(const BasicVar<T>&, T, T);                   \
-  template BasicVar<T> relu(const BasicVar<T>&);                          \
-  template BasicVar<T> gelu(const BasicVar<T>&);                          \
-  template BasicVar<T> tanh(const BasicVar<T>&);                          \
-  template BasicVar<T> sigmoid(const BasicVar<T>&);                       \
-  template BasicVar<T> exp(const BasicVar<T>&);                           \
-  template BasicVar<T> log(const BasicVar<T>&);                           \
-  template BasicVar<T> dropout(const BasicVar<T>&, double, Rng&, bool);   \
+#define GDP_NN_INSTANTIATE_ELEMENTWISE(T)                               \
+  template BasicVar<T> add(const BasicVar<T>&, const BasicVar<T>&);     \
+  template BasicVar<T> sub(const BasicVar<T>&, const BasicVar<T>&);     \
+  template BasicVar<T> mul(const BasicVar<T>&, const BasicVar<T>&);     \
+  template BasicVar<T> div(const BasicVar<T>&, const BasicVar<T>&);     \
+  template BasicVar<T> minimum(const BasicVar<T>&, const BasicVar<T>&); \
+  template BasicVar<T> maximum(const BasicVar<T>&, const BasicVar<T>&); \
+  template BasicVar<T> add_scalar(const BasicVar<T>&, T);               \
+  template BasicVar<T> scale(const BasicVar<T>&, T);                    \
+  template BasicVar<T> neg(const BasicVar<T>&);                         \
+  template BasicVar<T> square(const BasicVar<T>&);                      \
+  template BasicVar<T> sqrt(const BasicVar<T>&);                        \
+  template BasicVar<T> clamp(const BasicVar<T>&, T, T);                 \
+  template BasicVar<T> relu(const BasicVar<T>&);                        \
+  template BasicVar<T> gelu(const BasicVar<T>&);                        \
+  template BasicVar<T> tanh(const BasicVar<T>&);                        \
+  template BasicVar<T> sigmoid(const BasicVar<T>&);                     \
+  template BasicVar<T> exp(const BasicVar<T>&);                         \
+  template BasicVar<T> log(const BasicVar<T>&);                         \
+  template BasicVar<T> dropout(const BasicVar<T>&, double, Rng&, bool); \
   template BasicVar<T> detach(const BasicVar<T>&);
 
 GDP_NN_INSTANTIATE_ELEMENTWISE(float)

@@ -14,9 +14,9 @@ using detail::NodePtr;
 void check_index(const char* op, const std::vector<int64_t>& index, int64_t bound) {
   for (size_t i = 0; i < index.size(); ++i)
     if (index[i] < 0 || index[i] >= bound)
-      throw std::out_of_range(std::string("nn::") + op + ": index[" + std::to_string(i) + "] = " +
-                              std::to_string(index[i]) + " not in [0, " + std::to_string(bound) +
-                              ")");
+      throw std::out_of_range(std::string("nn::") + op + ": index[" + std::to_string(i) +
+                              "] = " + std::to_string(index[i]) + " not in [0, " +
+                              std::to_string(bound) + ")");
 }
 
 // x (R, ...) -> rows of numel/R elements.
@@ -29,7 +29,8 @@ BasicVar<T> gather_impl(const char* name, const BasicVar<T>& x, const std::vecto
 #endif
   detail::require_cpu<T>(name, {&x});
   const BasicTensor<T> xv = x.value().contiguous();
-  if (xv.ndim() < 1) throw std::invalid_argument(std::string("nn::") + name + ": x needs rank >= 1");
+  if (xv.ndim() < 1)
+    throw std::invalid_argument(std::string("nn::") + name + ": x needs rank >= 1");
   const int64_t R = xv.dim(0), C = R == 0 ? 0 : xv.numel() / R;
   check_index(name, index, R);
   const int64_t N = static_cast<int64_t>(index.size());
@@ -43,7 +44,8 @@ BasicVar<T> gather_impl(const char* name, const BasicVar<T>& x, const std::vecto
   NodePtr<T> xn = x.node();
   auto idx = std::make_shared<const std::vector<int64_t>>(index);
   detail::record(out, [xn, idx, N, C](BasicTensor<T>& g) {
-    if (xn->requires_grad) embedding_backward(xn->grad_buffer().data(), g.data(), idx->data(), N, C);
+    if (xn->requires_grad)
+      embedding_backward(xn->grad_buffer().data(), g.data(), idx->data(), N, C);
   });
   return out;
 }
@@ -68,7 +70,8 @@ BasicVar<T> scatter_add_rows(const BasicVar<T>& src, const std::vector<int64_t>&
   detail::require_defined("scatter_add_rows", src, "src");
 #ifdef GDP_HAVE_CUDA
   if constexpr (std::is_same_v<T, float>)
-    if (detail::on_device<T>({&src})) return detail::cuda_ops::scatter_add_rows(src, index, num_rows);
+    if (detail::on_device<T>({&src}))
+      return detail::cuda_ops::scatter_add_rows(src, index, num_rows);
 #endif
   detail::require_cpu<T>("scatter_add_rows", {&src});
   const BasicTensor<T> sv = src.value().contiguous();
@@ -77,7 +80,9 @@ BasicVar<T> scatter_add_rows(const BasicVar<T>& src, const std::vector<int64_t>&
                                 std::to_string(index.size()) + " indices");
   if (num_rows < 0) throw std::invalid_argument("nn::scatter_add_rows: negative num_rows");
   check_index("scatter_add_rows", index, num_rows);
-  const int64_t N = sv.dim(0), C = N == 0 ? shape_numel(Shape(sv.shape().begin() + 1, sv.shape().end())) : sv.numel() / N;
+  const int64_t N = sv.dim(0),
+                C = N == 0 ? shape_numel(Shape(sv.shape().begin() + 1, sv.shape().end()))
+                           : sv.numel() / N;
   Shape out_shape = sv.shape();
   out_shape[0] = num_rows;
   BasicTensor<T> y(out_shape);  // zeros
@@ -128,11 +133,10 @@ BasicVar<T> take_along_last(const BasicVar<T>& x, const std::vector<int64_t>& in
   return out;
 }
 
-#define GDP_NN_INSTANTIATE_INDEX(T)                                                       \
-  template BasicVar<T> embedding(const BasicVar<T>&, const std::vector<int64_t>&);       \
-  template BasicVar<T> gather_rows(const BasicVar<T>&, const std::vector<int64_t>&);     \
-  template BasicVar<T> scatter_add_rows(const BasicVar<T>&, const std::vector<int64_t>&, \
-                                        int64_t);                                        \
+#define GDP_NN_INSTANTIATE_INDEX(T)                                                                \
+  template BasicVar<T> embedding(const BasicVar<T>&, const std::vector<int64_t>&);                 \
+  template BasicVar<T> gather_rows(const BasicVar<T>&, const std::vector<int64_t>&);               \
+  template BasicVar<T> scatter_add_rows(const BasicVar<T>&, const std::vector<int64_t>&, int64_t); \
   template BasicVar<T> take_along_last(const BasicVar<T>&, const std::vector<int64_t>&);
 
 GDP_NN_INSTANTIATE_INDEX(float)

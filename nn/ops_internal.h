@@ -57,12 +57,13 @@ Var unary(const char* op, const Var& x);  // relu, gelu, tanh, sigmoid, exp, log
 // add_scalar, scale, neg (affine), square, sqrt, clamp.
 Var map(const char* op, const Var& x, gdp::cuda::MapOp f, float p0, float p1);
 Var dropout(const Var& x, const std::vector<float>& mask);  // x * mask
-Var row_op(const char* op, const Var& x);  // softmax, log_softmax
+Var row_op(const char* op, const Var& x);                   // softmax, log_softmax
 Var layer_norm(const Var& x, const Var& weight, const Var& bias, float eps);
 Var sum_axis(const char* op, const Var& x, int64_t axis, bool keepdim, bool is_mean);
 Var sum_all(const char* op, const Var& x, bool is_mean);
 Var max_axis(const Var& x, int64_t axis, bool keepdim);
-Var gather(const char* op, const Var& x, const std::vector<int64_t>& index);  // gather_rows, embedding
+Var gather(const char* op, const Var& x,
+           const std::vector<int64_t>& index);  // gather_rows, embedding
 Var scatter_add_rows(const Var& src, const std::vector<int64_t>& index, int64_t num_rows);
 Var take_along_last(const Var& x, const std::vector<int64_t>& index);
 Var expand(const Var& x, const Shape& shape);  // broadcast to shape (NumPy rules)
@@ -72,15 +73,16 @@ Var transpose(const Var& x, int64_t axis0, int64_t axis1);
 // CSR over the rows of x (csr.num_rows output rows); the CSR is uploaded once and cached in it.
 Var segment_mean(const Var& x, const Csr& csr);
 Var segment_max(const Var& x, const Csr& csr);
-Var rel_attention(const Var& q, const Var& k, const Var& v, const Var& rk, const Var& u, const Var& vb,
-                  const RelAttentionDims& dims);
+Var rel_attention(const Var& q, const Var& k, const Var& v, const Var& rk, const Var& u,
+                  const Var& vb, const RelAttentionDims& dims);
 void accumulate(Tensor& dst, const Tensor& src);  // dst += src on the device
 }  // namespace cuda_ops
 #endif
 
 template <typename T>
 void require_defined(const char* op, const BasicVar<T>& v, const char* what) {
-  if (!v.defined()) throw std::invalid_argument(std::string("nn::") + op + ": " + what + " undefined");
+  if (!v.defined())
+    throw std::invalid_argument(std::string("nn::") + op + ": " + what + " undefined");
 }
 
 inline int64_t normalize_axis(int64_t axis, int64_t rank, const char* op) {
@@ -117,8 +119,8 @@ inline Shape concat_shape(const std::vector<Shape>& shapes, int64_t axis, int64_
     for (int64_t i = 0; ok && i < r; ++i)
       if (i != *ax && s[i] != s0[i]) ok = false;
     if (!ok)
-      throw std::invalid_argument("nn::concat: shape " + shape_str(s) + " does not match " + shape_str(s0) +
-                                  " outside axis " + std::to_string(*ax));
+      throw std::invalid_argument("nn::concat: shape " + shape_str(s) + " does not match " +
+                                  shape_str(s0) + " outside axis " + std::to_string(*ax));
     out[*ax] += s[*ax];
   }
   return out;
@@ -133,8 +135,9 @@ struct MatmulDims {
 };
 inline MatmulDims matmul_dims(const Shape& as, const Shape& bs, bool trans_a, bool trans_b) {
   auto fail = [&](const std::string& why) {
-    throw std::invalid_argument("nn::matmul: " + why + " (a " + shape_str(as) + (trans_a ? "^T" : "") +
-                                ", b " + shape_str(bs) + (trans_b ? "^T" : "") + ")");
+    throw std::invalid_argument("nn::matmul: " + why + " (a " + shape_str(as) +
+                                (trans_a ? "^T" : "") + ", b " + shape_str(bs) +
+                                (trans_b ? "^T" : "") + ")");
   };
   if (as.size() < 2 && !(as.size() >= 1 && bs.size() == 2 && !trans_a)) fail("a needs rank >= 2");
   if (bs.size() < 2) fail("b needs rank >= 2");

@@ -16,12 +16,16 @@ template <typename T>
 void matmul_backward_one(T* da, T* db, const T* dout, const T* a, const T* b, int64_t M, int64_t K,
                          int64_t P, bool ta, bool tb) {
   if (da) {
-    if (!ta) matmul_forward(da, dout, b, M, P, K, false, !tb, true);  // (M,K) = dout @ op(b)^T
-    else matmul_forward(da, b, dout, K, P, M, tb, true, true);        // (K,M) = op(b) @ dout^T
+    if (!ta)
+      matmul_forward(da, dout, b, M, P, K, false, !tb, true);  // (M,K) = dout @ op(b)^T
+    else
+      matmul_forward(da, b, dout, K, P, M, tb, true, true);  // (K,M) = op(b) @ dout^T
   }
   if (db) {
-    if (!tb) matmul_forward(db, a, dout, K, M, P, !ta, false, true);  // (K,P) = op(a)^T @ dout
-    else matmul_forward(db, dout, a, P, M, K, true, ta, true);        // (P,K) = dout^T @ op(a)
+    if (!tb)
+      matmul_forward(db, a, dout, K, M, P, !ta, false, true);  // (K,P) = op(a)^T @ dout
+    else
+      matmul_forward(db, dout, a, P, M, K, true, ta, true);  // (P,K) = dout^T @ op(a)
   }
 }
 }  // namespace
@@ -87,8 +91,8 @@ BasicVar<T> linear(const BasicVar<T>& x, const BasicVar<T>& w, const BasicVar<T>
   if (has_bias) {
     bv = bias.value().contiguous();
     if (bv.numel() != OUT || bv.ndim() != 1)
-      throw std::invalid_argument("nn::linear: bias " + shape_str(bv.shape()) + " for OUT = " +
-                                  std::to_string(OUT));
+      throw std::invalid_argument("nn::linear: bias " + shape_str(bv.shape()) +
+                                  " for OUT = " + std::to_string(OUT));
   }
   Shape out_shape = xv.shape();
   out_shape.back() = OUT;
@@ -115,8 +119,8 @@ BasicVar<T> linear(const BasicVar<T>& x, const BasicVar<T>& w, const BasicVar<T>
   return out;
 }
 
-#define GDP_NN_INSTANTIATE_LINALG(T)                                                      \
-  template BasicVar<T> matmul(const BasicVar<T>&, const BasicVar<T>&, bool, bool);       \
+#define GDP_NN_INSTANTIATE_LINALG(T)                                               \
+  template BasicVar<T> matmul(const BasicVar<T>&, const BasicVar<T>&, bool, bool); \
   template BasicVar<T> linear(const BasicVar<T>&, const BasicVar<T>&, const BasicVar<T>&);
 
 GDP_NN_INSTANTIATE_LINALG(float)

@@ -26,8 +26,10 @@ AxisView axis_view(const Shape& s, int64_t axis, bool keepdim, const char* op) {
   v.n = s[ax];
   for (int64_t i = ax + 1; i < r; ++i) v.inner *= s[i];
   for (int64_t i = 0; i < r; ++i) {
-    if (i != ax) v.out_shape.push_back(s[i]);
-    else if (keepdim) v.out_shape.push_back(1);
+    if (i != ax)
+      v.out_shape.push_back(s[i]);
+    else if (keepdim)
+      v.out_shape.push_back(1);
   }
   return v;
 }
@@ -39,7 +41,8 @@ BasicVar<T> sum_axis_scaled(const char* name, const BasicVar<T>& x, int64_t axis
   detail::require_defined(name, x, "x");
 #ifdef GDP_HAVE_CUDA
   if constexpr (std::is_same_v<T, float>)
-    if (detail::on_device<T>({&x})) return detail::cuda_ops::sum_axis(name, x, axis, keepdim, is_mean);
+    if (detail::on_device<T>({&x}))
+      return detail::cuda_ops::sum_axis(name, x, axis, keepdim, is_mean);
 #endif
   detail::require_cpu<T>(name, {&x});
   const BasicTensor<T> xv = x.value().contiguous();
@@ -104,7 +107,8 @@ BasicVar<T> sum_all_scaled(const char* name, const BasicVar<T>& x, bool is_mean)
   for (; i + 8 <= n; i += 8)
     for (int k = 0; k < 8; ++k) acc[k] += static_cast<double>(p[i + k]);
   for (; i < n; ++i) acc[i % 8] += static_cast<double>(p[i]);
-  const double s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  const double s =
+      ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
   BasicTensor<T> y = BasicTensor<T>::full({}, static_cast<T>(s) * factor);
   const bool rg = needs_grad<T>({&x});
   BasicVar<T> out(std::move(y), rg);
@@ -179,11 +183,11 @@ BasicVar<T> max(const BasicVar<T>& x, int64_t axis, bool keepdim) {
   return out;
 }
 
-#define GDP_NN_INSTANTIATE_REDUCE(T)                               \
-  template BasicVar<T> sum(const BasicVar<T>&);                    \
-  template BasicVar<T> sum(const BasicVar<T>&, int64_t, bool);     \
-  template BasicVar<T> mean(const BasicVar<T>&);                   \
-  template BasicVar<T> mean(const BasicVar<T>&, int64_t, bool);    \
+#define GDP_NN_INSTANTIATE_REDUCE(T)                            \
+  template BasicVar<T> sum(const BasicVar<T>&);                 \
+  template BasicVar<T> sum(const BasicVar<T>&, int64_t, bool);  \
+  template BasicVar<T> mean(const BasicVar<T>&);                \
+  template BasicVar<T> mean(const BasicVar<T>&, int64_t, bool); \
   template BasicVar<T> max(const BasicVar<T>&, int64_t, bool);
 
 GDP_NN_INSTANTIATE_REDUCE(float)

@@ -50,7 +50,8 @@ BasicVar<T> layer_norm(const BasicVar<T>& x, const BasicVar<T>& weight, const Ba
   detail::require_defined("layer_norm", bias, "bias");
 #ifdef GDP_HAVE_CUDA
   if constexpr (std::is_same_v<T, float>)
-    if (detail::on_device<T>({&x, &weight, &bias})) return detail::cuda_ops::layer_norm(x, weight, bias, eps);
+    if (detail::on_device<T>({&x, &weight, &bias}))
+      return detail::cuda_ops::layer_norm(x, weight, bias, eps);
 #endif
   detail::require_cpu<T>("layer_norm", {&x, &weight, &bias});
   const BasicTensor<T> xv = x.value().contiguous(), wv = weight.value().contiguous(),
@@ -76,11 +77,10 @@ BasicVar<T> layer_norm(const BasicVar<T>& x, const BasicVar<T>& weight, const Ba
   return out;
 }
 
-#define GDP_NN_INSTANTIATE_ROWS(T)                                                          \
-  template BasicVar<T> softmax(const BasicVar<T>&);                                        \
-  template BasicVar<T> log_softmax(const BasicVar<T>&);                                    \
-  template BasicVar<T> layer_norm(const BasicVar<T>&, const BasicVar<T>&, const BasicVar<T>&, \
-                                  T);
+#define GDP_NN_INSTANTIATE_ROWS(T)                      \
+  template BasicVar<T> softmax(const BasicVar<T>&);     \
+  template BasicVar<T> log_softmax(const BasicVar<T>&); \
+  template BasicVar<T> layer_norm(const BasicVar<T>&, const BasicVar<T>&, const BasicVar<T>&, T);
 
 GDP_NN_INSTANTIATE_ROWS(float)
 GDP_NN_INSTANTIATE_ROWS(double)

@@ -92,7 +92,8 @@ BasicVar<T> slice(const BasicVar<T>& x, int64_t axis, int64_t start, int64_t end
   if (start < 0 || end > n || start > end)
     throw std::out_of_range("nn::slice: [" + std::to_string(start) + ", " + std::to_string(end) +
                             ") on axis " + std::to_string(ax) + " of " + shape_str(xv.shape()));
-  const int64_t outer = dims_product(xv.shape(), 0, ax), inner = dims_product(xv.shape(), ax + 1, r);
+  const int64_t outer = dims_product(xv.shape(), 0, ax),
+                inner = dims_product(xv.shape(), ax + 1, r);
   const int64_t in_row = n * inner, len = (end - start) * inner, first = start * inner;
   Shape out_shape = xv.shape();
   out_shape[ax] = end - start;
@@ -120,7 +121,8 @@ BasicVar<T> reshape(const BasicVar<T>& x, const Shape& shape) {
   // A view when x is contiguous; the gradient is accumulated on x's device. (Ops make contiguous
   // outputs; a strided device tensor, e.g. from transpose_view, has no copy kernel.)
   if (x.value().device() != Device::cpu && !x.value().is_contiguous())
-    throw std::runtime_error("nn::reshape: strided (non-contiguous) " + std::string(device_name(x.value().device())) +
+    throw std::runtime_error("nn::reshape: strided (non-contiguous) " +
+                             std::string(device_name(x.value().device())) +
                              " tensor; use transpose() or a contiguous tensor");
   BasicTensor<T> y = x.value().reshape(shape);
   const bool rg = needs_grad<T>({&x});
@@ -155,10 +157,10 @@ BasicVar<T> transpose(const BasicVar<T>& x, int64_t axis0, int64_t axis1) {
   return out;
 }
 
-#define GDP_NN_INSTANTIATE_SHAPE(T)                                               \
-  template BasicVar<T> concat(const std::vector<BasicVar<T>>&, int64_t);         \
-  template BasicVar<T> slice(const BasicVar<T>&, int64_t, int64_t, int64_t);     \
-  template BasicVar<T> reshape(const BasicVar<T>&, const Shape&);                \
+#define GDP_NN_INSTANTIATE_SHAPE(T)                                          \
+  template BasicVar<T> concat(const std::vector<BasicVar<T>>&, int64_t);     \
+  template BasicVar<T> slice(const BasicVar<T>&, int64_t, int64_t, int64_t); \
+  template BasicVar<T> reshape(const BasicVar<T>&, const Shape&);            \
   template BasicVar<T> transpose(const BasicVar<T>&, int64_t, int64_t);
 
 GDP_NN_INSTANTIATE_SHAPE(float)

@@ -47,7 +47,8 @@ void BasicAdam<T>::step(double lr) {
 #ifdef GDP_HAVE_CUDA
   backend = backend || (device == Device::cuda && std::is_same_v<T, float>);
 #endif
-  if (!backend) throw std::runtime_error(std::string("Adam: no backend for device ") + device_name(device));
+  if (!backend)
+    throw std::runtime_error(std::string("Adam: no backend for device ") + device_name(device));
   // Parameters added after construction get fresh (zero) moments; the moments follow the
   // parameters' device.
   m_ = fit(m_, n, device);
@@ -56,9 +57,9 @@ void BasicAdam<T>::step(double lr) {
   const double use_lr = lr < 0.0 ? config_.lr : lr;
   if (device == Device::cpu) {
     adam_update(params_.values().data(), m_.data(), v_.data(), params_.grads().data(), n,
-                static_cast<T>(use_lr), static_cast<T>(config_.beta1), static_cast<T>(config_.beta2),
-                static_cast<T>(config_.eps), static_cast<T>(config_.weight_decay), config_.decoupled,
-                t_);
+                static_cast<T>(use_lr), static_cast<T>(config_.beta1),
+                static_cast<T>(config_.beta2), static_cast<T>(config_.eps),
+                static_cast<T>(config_.weight_decay), config_.decoupled, t_);
     return;
   }
 #ifdef GDP_HAVE_CUDA
@@ -66,8 +67,8 @@ void BasicAdam<T>::step(double lr) {
     gdp::cuda::adam_update(params_.values().data(), m_.data(), v_.data(), params_.grads().data(),
                            static_cast<std::size_t>(n), static_cast<float>(use_lr),
                            static_cast<float>(config_.beta1), static_cast<float>(config_.beta2),
-                           static_cast<float>(config_.eps), static_cast<float>(config_.weight_decay),
-                           config_.decoupled, t_);
+                           static_cast<float>(config_.eps),
+                           static_cast<float>(config_.weight_decay), config_.decoupled, t_);
   }
 #endif
 }
@@ -91,9 +92,9 @@ void BasicAdam<T>::set_state(std::vector<T> m, std::vector<T> v, int64_t steps) 
     v_ = BasicTensor<T>();
   } else {
     if (static_cast<int64_t>(m.size()) != n || static_cast<int64_t>(v.size()) != n)
-      throw std::invalid_argument("Adam::set_state: moments of " + std::to_string(m.size()) + " and " +
-                                  std::to_string(v.size()) + " elements for " + std::to_string(n) +
-                                  " parameters");
+      throw std::invalid_argument("Adam::set_state: moments of " + std::to_string(m.size()) +
+                                  " and " + std::to_string(v.size()) + " elements for " +
+                                  std::to_string(n) + " parameters");
     m_ = BasicTensor<T>::from_vector({n}, m).to_device(params_.device());
     v_ = BasicTensor<T>::from_vector({n}, v).to_device(params_.device());
   }

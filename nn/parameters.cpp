@@ -20,10 +20,11 @@ BasicParameterBuffer<T>::BasicParameterBuffer()
 template <typename T>
 BasicVar<T> BasicParameterBuffer<T>::add(const std::string& name, const Shape& shape) {
   if (device() != Device::cpu)
-    throw std::runtime_error("ParameterBuffer::add('" + name + "'): the buffer is on " + device_name(device()) +
-                             "; add parameters before to_device");
+    throw std::runtime_error("ParameterBuffer::add('" + name + "'): the buffer is on " +
+                             device_name(device()) + "; add parameters before to_device");
   if (name.empty()) throw std::invalid_argument("ParameterBuffer::add: empty name");
-  if (find(name)) throw std::invalid_argument("ParameterBuffer::add: duplicate name '" + name + "'");
+  if (find(name))
+    throw std::invalid_argument("ParameterBuffer::add: duplicate name '" + name + "'");
   const int64_t n = shape_numel(shape);
   const int64_t offset = size_;
   // Grow geometrically; views hold the Storage, so earlier parameters stay valid.
@@ -126,7 +127,8 @@ double BasicParameterBuffer<T>::grad_norm() const {
       const auto n = static_cast<std::size_t>(size_);
       if (n == 0) return 0.0;
       gdp::cuda::DeviceBuffer squares(n), total(1);
-      gdp::cuda::map_forward(squares.data(), grads_->data(), gdp::cuda::MapOp::square, 0.0f, 0.0f, n);
+      gdp::cuda::map_forward(squares.data(), grads_->data(), gdp::cuda::MapOp::square, 0.0f, 0.0f,
+                             n);
       gdp::cuda::sum_all_forward(total.data(), squares.data(), n);
       float s = 0.0f;
       total.download(&s);

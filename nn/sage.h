@@ -18,8 +18,8 @@
 namespace gdp::nn {
 
 struct SageConfig {
-  int32_t in_dim = 0;      // node feature width F
-  int32_t width = 128;     // hidden and output width D
+  int32_t in_dim = 0;   // node feature width F
+  int32_t width = 128;  // hidden and output width D
   int32_t layers = 2;
   bool relu_last = true;
 };

@@ -107,13 +107,13 @@ void categorical_entropy_backward(T* dlogits, const T* dent, const T* logits, in
   }
 }
 
-#define GDP_SAMPLING_INSTANTIATE(T)                                                              \
-  template void categorical_sample<T>(int32_t*, const T*, int32_t, int32_t, Rng&);              \
-  template void categorical_argmax<T>(int32_t*, const T*, int32_t, int32_t);                    \
-  template void categorical_log_prob_forward<T>(T*, const T*, const int32_t*, int32_t, int32_t); \
-  template void categorical_log_prob_backward<T>(T*, const T*, const T*, const int32_t*,        \
-                                                 int32_t, int32_t);                             \
-  template void categorical_entropy_forward<T>(T*, const T*, int32_t, int32_t);                 \
+#define GDP_SAMPLING_INSTANTIATE(T)                                                               \
+  template void categorical_sample<T>(int32_t*, const T*, int32_t, int32_t, Rng&);                \
+  template void categorical_argmax<T>(int32_t*, const T*, int32_t, int32_t);                      \
+  template void categorical_log_prob_forward<T>(T*, const T*, const int32_t*, int32_t, int32_t);  \
+  template void categorical_log_prob_backward<T>(T*, const T*, const T*, const int32_t*, int32_t, \
+                                                 int32_t);                                        \
+  template void categorical_entropy_forward<T>(T*, const T*, int32_t, int32_t);                   \
   template void categorical_entropy_backward<T>(T*, const T*, const T*, int32_t, int32_t);
 GDP_SAMPLING_INSTANTIATE(float)
 GDP_SAMPLING_INSTANTIATE(double)

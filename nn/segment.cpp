@@ -16,9 +16,9 @@ namespace gdp::nn {
 void Csr::validate() const {
   if (num_rows < 0 || num_cols < 0) throw std::invalid_argument("Csr: negative size");
   if (row_ptr.size() != static_cast<size_t>(num_rows) + 1)
-    throw std::invalid_argument("Csr: row_ptr has " + std::to_string(row_ptr.size()) +
-                                " entries, expected num_rows + 1 = " +
-                                std::to_string(num_rows + 1));
+    throw std::invalid_argument(
+        "Csr: row_ptr has " + std::to_string(row_ptr.size()) +
+        " entries, expected num_rows + 1 = " + std::to_string(num_rows + 1));
   if (row_ptr.front() != 0 || row_ptr.back() != num_entries())
     throw std::invalid_argument("Csr: row_ptr must start at 0 and end at col_idx.size()");
   for (int32_t r = 0; r < num_rows; ++r)
@@ -71,7 +71,7 @@ void segment_mean_forward(T* out, const T* x, const int32_t* row_ptr, const int3
                           int32_t R, int32_t C, int64_t ld_out, int64_t ld_x) {
   if (ld_out < 0) ld_out = C;
   if (ld_x < 0) ld_x = C;
-#pragma omp parallel for schedule(static) if (static_cast<int64_t>(R) * C > 32768)
+#pragma omp parallel for schedule(static) if (static_cast <int64_t>(R) * C > 32768)
   for (int32_t r = 0; r < R; ++r) {
     T* o = out + r * ld_out;
     std::fill(o, o + C, T(0));
@@ -92,7 +92,7 @@ void segment_mean_backward(T* dx, const T* dout, const int32_t* row_ptr, const i
                            int64_t ld_dout) {
   if (ld_dx < 0) ld_dx = C;
   if (ld_dout < 0) ld_dout = C;
-#pragma omp parallel for schedule(static) if (static_cast<int64_t>(N) * C > 32768)
+#pragma omp parallel for schedule(static) if (static_cast <int64_t>(N) * C > 32768)
   for (int32_t n = 0; n < N; ++n) {
     T* d = dx + n * ld_dx;
     for (int32_t e = t_row_ptr[n]; e < t_row_ptr[n + 1]; ++e) {
@@ -107,7 +107,7 @@ void segment_mean_backward(T* dx, const T* dout, const int32_t* row_ptr, const i
 template <typename T>
 void segment_max_forward(T* out, int32_t* argmax, const T* x, const int32_t* row_ptr,
                          const int32_t* col_idx, int32_t R, int32_t C) {
-#pragma omp parallel for schedule(static) if (static_cast<int64_t>(R) * C > 32768)
+#pragma omp parallel for schedule(static) if (static_cast <int64_t>(R) * C > 32768)
   for (int32_t r = 0; r < R; ++r) {
     T* o = out + static_cast<int64_t>(r) * C;
     int32_t* am = argmax + static_cast<int64_t>(r) * C;
@@ -138,7 +138,7 @@ void segment_max_forward(T* out, int32_t* argmax, const T* x, const int32_t* row
 template <typename T>
 void segment_max_backward(T* dx, const T* dout, const int32_t* argmax, int32_t R, int32_t C) {
   // Each thread owns a contiguous block of channels for all rows.
-#pragma omp parallel if (static_cast<int64_t>(R) * C > 32768)
+#pragma omp parallel if (static_cast <int64_t>(R) * C > 32768)
   {
 #ifdef _OPENMP
     const int nt = omp_get_num_threads(), tid = omp_get_thread_num();

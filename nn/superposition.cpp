@@ -31,8 +31,8 @@ BasicVar<T> BasicSuperposition<T>::forward(const BasicVar<T>& h) const {
     throw std::invalid_argument("Superposition: h must be (N, " + std::to_string(config_.width) +
                                 "), got " + shape_str(h.shape()));
   const BasicVar<T> g = mean(h, 0, /*keepdim=*/true);  // (1, D)
-  const BasicVar<T> z = relu(linear(g, w1_, b1_));      // (1, Hs)
-  const BasicVar<T> f = linear(z, w2_, b2_);             // (1, 2 L D)
+  const BasicVar<T> z = relu(linear(g, w1_, b1_));     // (1, Hs)
+  const BasicVar<T> f = linear(z, w2_, b2_);           // (1, 2 L D)
   return reshape(f, {2LL * config_.layers, config_.width});
 }
 
@@ -40,8 +40,8 @@ template <typename T>
 BasicVar<T> film_modulate(const BasicVar<T>& o, const BasicVar<T>& film, int32_t layer) {
   if (film.ndim() != 2 || film.dim(0) < 2LL * (layer + 1) || film.dim(1) != o.dim(-1))
     throw std::invalid_argument("film_modulate: film " + shape_str(film.shape()) +
-                                " has no rows for layer " + std::to_string(layer) +
-                                " of width " + std::to_string(o.dim(-1)));
+                                " has no rows for layer " + std::to_string(layer) + " of width " +
+                                std::to_string(o.dim(-1)));
   const BasicVar<T> gamma = slice(film, 0, 2LL * layer, 2LL * layer + 1);     // (1, D)
   const BasicVar<T> beta = slice(film, 0, 2LL * layer + 1, 2LL * layer + 2);  // (1, D)
   return add(mul(o, add_scalar(gamma, T(1))), beta);

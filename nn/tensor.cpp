@@ -6,10 +6,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <unordered_map>
 #include <sstream>
 #include <stdexcept>
 #include <type_traits>
+#include <unordered_map>
 
 #ifdef GDP_HAVE_CUDA
 #include "cuda/kernels.h"
@@ -121,9 +121,12 @@ void copy_elements(T* dst, Device dst_device, const T* src, Device src_device, s
   }
 #ifdef GDP_HAVE_CUDA
   if constexpr (std::is_same_v<T, float>) {
-    if (dst_device == Device::cuda && src_device == Device::cpu) gdp::cuda::copy_to_device(dst, src, n);
-    else if (dst_device == Device::cpu) gdp::cuda::copy_to_host(dst, src, n);
-    else gdp::cuda::scale_forward(dst, src, 1.0f, n);  // device to device
+    if (dst_device == Device::cuda && src_device == Device::cpu)
+      gdp::cuda::copy_to_device(dst, src, n);
+    else if (dst_device == Device::cpu)
+      gdp::cuda::copy_to_host(dst, src, n);
+    else
+      gdp::cuda::scale_forward(dst, src, 1.0f, n);  // device to device
     return;
   } else {
     throw std::runtime_error("nn::Tensor: cuda tensors are float only");
@@ -434,7 +437,8 @@ void BasicTensor<T>::copy_from(const BasicTensor& src) {
   if (src.numel() != numel_)
     throw std::invalid_argument("Tensor::copy_from: " + shape_str(src.shape()) + " into " +
                                 shape_str(shape_));
-  if (!is_contiguous()) throw std::invalid_argument("Tensor::copy_from: destination not contiguous");
+  if (!is_contiguous())
+    throw std::invalid_argument("Tensor::copy_from: destination not contiguous");
   if (device() != Device::cpu || src.device() != Device::cpu) {
     const BasicTensor s = src.device() == Device::cpu ? src.contiguous() : src;
     if (!s.is_contiguous()) throw std::invalid_argument("Tensor::copy_from: strided device source");

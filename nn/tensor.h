@@ -3,11 +3,12 @@
 //
 // Scalar templating scheme (shared by every file in nn/):
 //   - Numerics are templates on T in {float, double}: BasicTensor<T>, BasicVar<T>, raw kernels
-//     `foo_forward<T>(T* out, ..., const T* in, ..., sizes)` and autograd ops `foo<T>(BasicVar<T>)`.
+//     `foo_forward<T>(T* out, ..., const T* in, ..., sizes)` and autograd ops
+//     `foo<T>(BasicVar<T>)`.
 //   - Definitions live in .cpp files and are explicitly instantiated for float and double at the
-//     bottom of each file (`template class BasicTensor<float>; template class BasicTensor<double>;`),
-//     so headers stay light and both precisions link. Training uses float (Tensor, Var); the
-//     finite-difference gradient checks use double (TensorD, VarD).
+//     bottom of each file (`template class BasicTensor<float>; template class
+//     BasicTensor<double>;`), so headers stay light and both precisions link. Training uses float
+//     (Tensor, Var); the finite-difference gradient checks use double (TensorD, VarD).
 //   - Aliases: Tensor = BasicTensor<float>, TensorD = BasicTensor<double>; same for Var/VarD,
 //     Tape/TapeD, ParameterBuffer/ParameterBufferD.
 //

@@ -59,8 +59,7 @@ BasicVar<T> BasicTransformerXL<T>::positions(int32_t layer) const {
 
 template <typename T>
 BasicVar<T> BasicTransformerXL<T>::layer_forward(int32_t layer, const BasicVar<T>& x,
-                                                 const BasicVar<T>& mem,
-                                                 const BasicVar<T>& rk_all,
+                                                 const BasicVar<T>& mem, const BasicVar<T>& rk_all,
                                                  const BasicVar<T>& film) const {
   const auto& c = config_;
   const Layer& L = layers_.at(layer);

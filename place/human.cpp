@@ -25,7 +25,8 @@ int32_t unit_of(const std::string& scope) {
     for (const char* prefix : {"layer_", "stack_"}) {
       std::string p = prefix;
       if (c.size() > p.size() && c.compare(0, p.size(), p) == 0 &&
-          std::all_of(c.begin() + p.size(), c.end(), [](unsigned char ch) { return std::isdigit(ch); }))
+          std::all_of(c.begin() + p.size(), c.end(),
+                      [](unsigned char ch) { return std::isdigit(ch); }))
         return static_cast<int32_t>(std::stoi(c.substr(p.size())));
     }
     pos = end + 1;
@@ -177,7 +178,8 @@ Placement human_placement(Run& run, HumanPlacementInfo* info) {
   // CNNs and other unlayered graphs: one GPU when it fits, else the fewest stages that fit.
   inf.units = 0;
   for (int32_t parts = 1; parts <= D; ++parts) {
-    std::vector<int32_t> dev = parts == 1 ? std::vector<int32_t>(g.num_ops(), 0) : stage_split(g, parts);
+    std::vector<int32_t> dev =
+        parts == 1 ? std::vector<int32_t>(g.num_ops(), 0) : stage_split(g, parts);
     Placement p = finish(g, std::move(dev));
     if (parts == D || fits(run, p)) {
       inf.strategy = parts == 1 ? "single" : "stages";

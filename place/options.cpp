@@ -12,19 +12,25 @@ namespace gdp::place {
 
 const char* option_type_name(OptionType t) {
   switch (t) {
-    case OptionType::integer: return "integer";
-    case OptionType::number: return "number";
-    case OptionType::boolean: return "boolean";
-    case OptionType::string: return "string";
-    case OptionType::object: return "object";
+    case OptionType::integer:
+      return "integer";
+    case OptionType::number:
+      return "number";
+    case OptionType::boolean:
+      return "boolean";
+    case OptionType::string:
+      return "string";
+    case OptionType::object:
+      return "object";
   }
   return "?";
 }
 
 OptionSpec integer_option(std::string name, int64_t def, int64_t min, int64_t max,
                           std::string help) {
-  return OptionSpec{std::move(name), OptionType::integer, def, static_cast<double>(min),
-                    static_cast<double>(max), {}, std::move(help)};
+  return OptionSpec{std::move(name),          OptionType::integer,      def,
+                    static_cast<double>(min), static_cast<double>(max), {},
+                    std::move(help)};
 }
 
 OptionSpec number_option(std::string name, double def, double min, double max, std::string help) {
@@ -37,13 +43,13 @@ OptionSpec boolean_option(std::string name, bool def, std::string help) {
 
 OptionSpec string_option(std::string name, std::string def, std::vector<std::string> choices,
                          std::string help) {
-  return OptionSpec{std::move(name), OptionType::string, def, 0, 0, std::move(choices),
-                    std::move(help)};
+  return OptionSpec{std::move(name),    OptionType::string, def, 0, 0,
+                    std::move(choices), std::move(help)};
 }
 
 OptionSpec object_option(std::string name, std::string help) {
-  return OptionSpec{std::move(name), OptionType::object, nlohmann::ordered_json::object(), 0, 0,
-                    {}, std::move(help)};
+  return OptionSpec{std::move(name), OptionType::object, nlohmann::ordered_json::object(), 0, 0, {},
+                    std::move(help)};
 }
 
 namespace {
@@ -67,8 +73,8 @@ std::string preview(const nlohmann::json& v) {
 
 Options resolve_options(const std::string& method, const std::vector<OptionSpec>& specs,
                         const nlohmann::json& user, const std::string& source) {
-  const std::string where = (source.empty() ? std::string() : source + ": ") + "method '" +
-                            method + "': ";
+  const std::string where =
+      (source.empty() ? std::string() : source + ": ") + "method '" + method + "': ";
   if (!user.is_null() && !user.is_object())
     throw InputError(where + "options: expected a JSON object, got " + preview(user));
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
@@ -80,8 +86,7 @@ Options resolve_options(const std::string& method, const std::vector<OptionSpec>
       std::string names;
       for (const auto& s : specs) names += (names.empty() ? "" : ", ") + s.name;
       throw InputError(where + "options." + it.key() + ": unknown option (" +
-                       (names.empty() ? "this method takes no options" : "known: " + names) +
-                       ")");
+                       (names.empty() ? "this method takes no options" : "known: " + names) + ")");
     }
   }
   for (const auto& s : specs) {

@@ -6,10 +6,9 @@
 
 #include <cstdint>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace gdp::place {
 
@@ -17,8 +16,8 @@ enum class OptionType : uint8_t {
   integer,  // a JSON integer in [min, max]
   number,   // any JSON number in [min, max]
   boolean,
-  string,   // one of `choices` when choices are given
-  object,   // a JSON object, checked by the method itself
+  string,  // one of `choices` when choices are given
+  object,  // a JSON object, checked by the method itself
 };
 const char* option_type_name(OptionType t);
 

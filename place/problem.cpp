@@ -12,9 +12,8 @@ Problem::Problem(const Graph& g, const Cluster& c, const CostModel& cost, SimOpt
 }
 
 const Simulator& Problem::simulator() const {
-  std::call_once(once_, [&] {
-    sim_ = std::make_unique<Simulator>(*graph_, *cluster_, *cost_, sim_options_);
-  });
+  std::call_once(
+      once_, [&] { sim_ = std::make_unique<Simulator>(*graph_, *cluster_, *cost_, sim_options_); });
   return *sim_;
 }
 

@@ -25,7 +25,8 @@ class RandomPlacer : public Placer {
     const int32_t D = pb.num_devices();
     const Units units = Units::colocation(pb.graph());
     int64_t n = samples_ > 0 ? samples_ : run.budget().samples;
-    if (n <= 0) n = run.budget().seconds > 0 ? std::numeric_limits<int64_t>::max() : kDefaultSamples;
+    if (n <= 0)
+      n = run.budget().seconds > 0 ? std::numeric_limits<int64_t>::max() : kDefaultSamples;
     n = std::min(n, run.samples_left());
     if (n != std::numeric_limits<int64_t>::max()) run.set_target_samples(n);
     // Batches no larger than ~64M op entries, so that 1M-op graphs stay in memory.
@@ -71,8 +72,7 @@ MethodInfo random_method() {
   return MethodInfo{
       "random",
       "best of N uniformly random placements (a device per colocation unit)",
-      {integer_option("samples", 0, 0, int64_t{1} << 40,
-                      "N; 0 = the budget's samples, else 1000"),
+      {integer_option("samples", 0, 0, int64_t{1} << 40, "N; 0 = the budget's samples, else 1000"),
        integer_option("batch", 64, 1, 1 << 20, "placements simulated in parallel per batch")},
       true,
       [](const Options& o) {

@@ -8,10 +8,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/placement.h"
 #include "place/options.h"
@@ -33,7 +32,7 @@ struct MethodInfo {
   std::string name;         // the type key: "human", "random", "gdp", ...
   std::string description;  // one line
   std::vector<OptionSpec> options;
-  bool search = false;      // spends a budget of simulated samples (a search or a learner)
+  bool search = false;  // spends a budget of simulated samples (a search or a learner)
   std::function<std::unique_ptr<Placer>(const Options&)> make;
 };
 
@@ -42,11 +41,11 @@ struct PlaceReport {
   std::string method;
   nlohmann::ordered_json options;  // resolved: every key, defaults filled in
   uint64_t seed = 0;
-  int64_t samples = 0;             // placements simulated
+  int64_t samples = 0;  // placements simulated
   double wall_s = 0;
-  std::string note;                // one line: what the method did
-  double best_step_s = 0;          // best valid step time it simulated; +inf when none
-  std::vector<CurvePoint> curve;   // best step time against samples and wall time
+  std::string note;               // one line: what the method did
+  double best_step_s = 0;         // best valid step time it simulated; +inf when none
+  std::vector<CurvePoint> curve;  // best step time against samples and wall time
 };
 
 struct PlaceResult {

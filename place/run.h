@@ -32,8 +32,8 @@ struct CurvePoint {
 
 struct Progress {
   std::string method;
-  int64_t samples = 0;   // simulated so far
-  double wall_s = 0;     // since the run started
+  int64_t samples = 0;                                           // simulated so far
+  double wall_s = 0;                                             // since the run started
   double best_step_s = std::numeric_limits<double>::infinity();  // best valid so far
   double fraction = -1;  // of the budget or target spent, in [0, 1]; -1 when unknown
   std::string message;   // the method's own words (e.g. "iteration 12, entropy 0.41")

@@ -2,18 +2,16 @@
 // reader/writer of device profile JSON (equations and defaults in docs/cost-model.md).
 #include "sim/cost_model.h"
 
-#include "core/json_strict.h"
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <unordered_map>
 
-#include <nlohmann/json.hpp>
-
 #include "core/error.h"
+#include "core/json_strict.h"
 
 namespace gdp {
 
@@ -32,35 +30,86 @@ std::string normalize_type(const std::string& s) {
 const std::unordered_map<std::string, OpClass>& exact_types() {
   static const std::unordered_map<std::string, OpClass> table = [] {
     std::unordered_map<std::string, OpClass> t;
-    for (const char* s : {"dense", "linear", "einsum", "fullyconnected", "fc", "innerproduct",
-                          "addmm", "bmm", "mm", "lstm", "gru", "lstmblockcell", "grublockcell",
-                          "attention", "multiheadattention"})
+    for (const char* s :
+         {"dense", "linear", "einsum", "fullyconnected", "fc", "innerproduct", "addmm", "bmm", "mm",
+          "lstm", "gru", "lstmblockcell", "grublockcell", "attention", "multiheadattention"})
       t[s] = OpClass::matmul;
-    for (const char* s :
-         {"add", "addv2", "addn", "sub", "mul", "div", "realdiv", "floordiv", "neg", "relu", "relu6",
-          "leakyrelu", "elu", "selu", "gelu", "silu", "swish", "sigmoid", "tanh", "exp", "log",
-          "log1p", "sqrt", "rsqrt", "square", "squareddifference", "pow", "maximum", "minimum",
-          "biasadd", "dropout", "cast", "select", "selectv2", "where", "greater", "greaterequal",
-          "less", "lessequal", "equal", "notequal", "logicaland", "logicalor", "logicalnot",
-          "floor", "ceil", "round", "abs", "sign", "softplus", "softsign", "reciprocal", "inv",
-          "erf", "clipbyvalue", "scale", "bias", "activation", "residual", "sgd", "adam",
-          "momentum", "update", "optimizer"})
+    for (const char* s : {"add",          "addv2",
+                          "addn",         "sub",
+                          "mul",          "div",
+                          "realdiv",      "floordiv",
+                          "neg",          "relu",
+                          "relu6",        "leakyrelu",
+                          "elu",          "selu",
+                          "gelu",         "silu",
+                          "swish",        "sigmoid",
+                          "tanh",         "exp",
+                          "log",          "log1p",
+                          "sqrt",         "rsqrt",
+                          "square",       "squareddifference",
+                          "pow",          "maximum",
+                          "minimum",      "biasadd",
+                          "dropout",      "cast",
+                          "select",       "selectv2",
+                          "where",        "greater",
+                          "greaterequal", "less",
+                          "lessequal",    "equal",
+                          "notequal",     "logicaland",
+                          "logicalor",    "logicalnot",
+                          "floor",        "ceil",
+                          "round",        "abs",
+                          "sign",         "softplus",
+                          "softsign",     "reciprocal",
+                          "inv",          "erf",
+                          "clipbyvalue",  "scale",
+                          "bias",         "activation",
+                          "residual",     "sgd",
+                          "adam",         "momentum",
+                          "update",       "optimizer"})
       t[s] = OpClass::elementwise;
-    for (const char* s : {"sum", "mean", "prod", "min", "max", "argmax", "argmin", "all", "any",
-                          "softmax", "logsoftmax", "l2loss", "topk", "topkv2", "loss",
-                          "crossentropy", "softmaxcrossentropywithlogits",
-                          "sparsesoftmaxcrossentropywithlogits", "biasaddgrad", "cumsum",
-                          "segmentsum", "unsortedsegmentsum", "batchnorm", "layernorm",
-                          "fusedbatchnorm", "fusedbatchnormv3", "instancenorm", "groupnorm"})
+    for (const char* s : {"sum",
+                          "mean",
+                          "prod",
+                          "min",
+                          "max",
+                          "argmax",
+                          "argmin",
+                          "all",
+                          "any",
+                          "softmax",
+                          "logsoftmax",
+                          "l2loss",
+                          "topk",
+                          "topkv2",
+                          "loss",
+                          "crossentropy",
+                          "softmaxcrossentropywithlogits",
+                          "sparsesoftmaxcrossentropywithlogits",
+                          "biasaddgrad",
+                          "cumsum",
+                          "segmentsum",
+                          "unsortedsegmentsum",
+                          "batchnorm",
+                          "layernorm",
+                          "fusedbatchnorm",
+                          "fusedbatchnormv3",
+                          "instancenorm",
+                          "groupnorm"})
       t[s] = OpClass::reduction;
-    for (const char* s :
-         {"reshape", "transpose", "concat", "concatv2", "slice", "stridedslice", "split", "splitv",
-          "identity", "identityn", "gather", "gatherv2", "gathernd", "scatter", "scatternd",
-          "pad", "padv2", "mirrorpad", "tile", "copy", "squeeze", "expanddims", "pack", "unpack",
-          "stack", "unstack", "shape", "fill", "zeroslike", "oneslike", "const", "constant",
-          "variable", "variablev2", "varhandleop", "readvariableop", "placeholder", "send", "recv",
-          "embedding", "embeddinglookup", "onehot", "reverse", "reversev2", "broadcastto",
-          "flatten", "view", "permute", "input", "output", "noop", "upsample", "resize"})
+    for (const char* s : {"reshape",         "transpose",    "concat",      "concatv2",
+                          "slice",           "stridedslice", "split",       "splitv",
+                          "identity",        "identityn",    "gather",      "gatherv2",
+                          "gathernd",        "scatter",      "scatternd",   "pad",
+                          "padv2",           "mirrorpad",    "tile",        "copy",
+                          "squeeze",         "expanddims",   "pack",        "unpack",
+                          "stack",           "unstack",      "shape",       "fill",
+                          "zeroslike",       "oneslike",     "const",       "constant",
+                          "variable",        "variablev2",   "varhandleop", "readvariableop",
+                          "placeholder",     "send",         "recv",        "embedding",
+                          "embeddinglookup", "onehot",       "reverse",     "reversev2",
+                          "broadcastto",     "flatten",      "view",        "permute",
+                          "input",           "output",       "noop",        "upsample",
+                          "resize"})
       t[s] = OpClass::memory;
     return t;
   }();
@@ -96,18 +145,24 @@ OpClass classify_op(const std::string& op_type) {
 
 const char* op_class_name(OpClass c) {
   switch (c) {
-    case OpClass::matmul: return "matmul";
-    case OpClass::conv: return "conv";
-    case OpClass::elementwise: return "elementwise";
-    case OpClass::reduction: return "reduction";
-    case OpClass::memory: return "memory";
-    case OpClass::other: return "other";
+    case OpClass::matmul:
+      return "matmul";
+    case OpClass::conv:
+      return "conv";
+    case OpClass::elementwise:
+      return "elementwise";
+    case OpClass::reduction:
+      return "reduction";
+    case OpClass::memory:
+      return "memory";
+    case OpClass::other:
+      return "other";
   }
   return "other";
 }
 
 std::vector<OpClass> all_op_classes() {
-  return {OpClass::matmul, OpClass::conv, OpClass::elementwise,
+  return {OpClass::matmul,    OpClass::conv,   OpClass::elementwise,
           OpClass::reduction, OpClass::memory, OpClass::other};
 }
 
@@ -125,10 +180,10 @@ DeviceProfile default_device_profile() {
   // Sources and reasoning: docs/cost-model.md, "Default efficiencies".
   DeviceProfile p;
   p.device_kind = "";
-  p.compute_efficiency = {{OpClass::matmul, 0.75},    {OpClass::conv, 0.6},
+  p.compute_efficiency = {{OpClass::matmul, 0.75},     {OpClass::conv, 0.6},
                           {OpClass::elementwise, 0.5}, {OpClass::reduction, 0.5},
                           {OpClass::memory, 0.5},      {OpClass::other, 0.5}};
-  p.memory_efficiency = {{OpClass::matmul, 0.8},      {OpClass::conv, 0.8},
+  p.memory_efficiency = {{OpClass::matmul, 0.8},       {OpClass::conv, 0.8},
                          {OpClass::elementwise, 0.85}, {OpClass::reduction, 0.7},
                          {OpClass::memory, 0.8},       {OpClass::other, 0.7}};
   p.use_fp16_peak = false;
@@ -173,8 +228,8 @@ OpCostBreakdown CostModel::op_cost(const Op& op, const DeviceSpec& dev) const {
     return it == m.end() ? 1.0 : it->second;
   };
   if (op.flops > 0) {
-    double peak = (p.use_fp16_peak && dev.peak_fp16_flops > 0) ? dev.peak_fp16_flops
-                                                                 : dev.peak_fp32_flops;
+    double peak =
+        (p.use_fp16_peak && dev.peak_fp16_flops > 0) ? dev.peak_fp16_flops : dev.peak_fp32_flops;
     if (!(peak > 0))
       throw InputError("cost model: device '" + dev.name + "' (kind '" + dev.kind +
                        "') has no positive peak flop/s, needed for op '" + op.name + "'");
@@ -189,7 +244,8 @@ OpCostBreakdown CostModel::op_cost(const Op& op, const DeviceSpec& dev) const {
     b.memory_s = bytes / (dev.mem_bandwidth_Bps * eff(p.memory_efficiency));
   }
   b.launch_s = dev.launch_overhead_s;
-  b.time_s = b.launch_s + (p.roofline_max ? std::max(b.compute_s, b.memory_s) : b.compute_s + b.memory_s);
+  b.time_s =
+      b.launch_s + (p.roofline_max ? std::max(b.compute_s, b.memory_s) : b.compute_s + b.memory_s);
   return b;
 }
 
@@ -206,8 +262,10 @@ using nlohmann::json;
 const char* kProfileFormat = "gdp-device-profile";
 constexpr int kProfileVersion = 1;
 
-[[noreturn]] void fail(const std::string& source, const std::string& path, const std::string& what) {
-  throw InputError(source + ": " + (path.empty() ? std::string("(top level)") : path) + ": " + what);
+[[noreturn]] void fail(const std::string& source, const std::string& path,
+                       const std::string& what) {
+  throw InputError(source + ": " + (path.empty() ? std::string("(top level)") : path) + ": " +
+                   what);
 }
 
 std::string type_name(const json& j) { return j.type_name(); }
@@ -219,7 +277,8 @@ void check_keys(const json& obj, const std::string& source, const std::string& p
     if (std::find(keys.begin(), keys.end(), it.key()) == keys.end()) {
       std::string allowed;
       for (const auto& k : keys) allowed += (allowed.empty() ? "" : ", ") + k;
-      fail(source, path + (path.empty() ? "" : ".") + it.key(), "unknown key (expected one of: " + allowed + ")");
+      fail(source, path + (path.empty() ? "" : ".") + it.key(),
+           "unknown key (expected one of: " + allowed + ")");
     }
   }
   for (const auto& k : keys)
@@ -242,7 +301,8 @@ bool read_bool(const json& j, const std::string& source, const std::string& path
   return j.get<bool>();
 }
 
-std::map<OpClass, double> read_class_map(const json& j, const std::string& source, const std::string& path) {
+std::map<OpClass, double> read_class_map(const json& j, const std::string& source,
+                                         const std::string& path) {
   std::vector<std::string> keys;
   for (OpClass c : all_op_classes()) keys.push_back(op_class_name(c));
   check_keys(j, source, path, keys);
@@ -253,14 +313,18 @@ std::map<OpClass, double> read_class_map(const json& j, const std::string& sourc
 }
 
 DeviceProfile read_profile(const json& j, const std::string& source, const std::string& path) {
-  check_keys(j, source, path,
-             {"device_kind", "compute_efficiency", "memory_efficiency", "use_fp16_peak", "roofline_max"});
+  check_keys(
+      j, source, path,
+      {"device_kind", "compute_efficiency", "memory_efficiency", "use_fp16_peak", "roofline_max"});
   DeviceProfile p;
   if (!j.at("device_kind").is_string())
-    fail(source, path + ".device_kind", "expected a string (\"\" = any kind), got " + type_name(j.at("device_kind")));
+    fail(source, path + ".device_kind",
+         "expected a string (\"\" = any kind), got " + type_name(j.at("device_kind")));
   p.device_kind = j.at("device_kind").get<std::string>();
-  p.compute_efficiency = read_class_map(j.at("compute_efficiency"), source, path + ".compute_efficiency");
-  p.memory_efficiency = read_class_map(j.at("memory_efficiency"), source, path + ".memory_efficiency");
+  p.compute_efficiency =
+      read_class_map(j.at("compute_efficiency"), source, path + ".compute_efficiency");
+  p.memory_efficiency =
+      read_class_map(j.at("memory_efficiency"), source, path + ".memory_efficiency");
   p.use_fp16_peak = read_bool(j.at("use_fp16_peak"), source, path + ".use_fp16_peak");
   p.roofline_max = read_bool(j.at("roofline_max"), source, path + ".roofline_max");
   return p;

@@ -64,9 +64,9 @@ class EventTree {
 
  private:
   static constexpr uint64_t kNoneBits = 0x7FF0000000000000ull;  // bits of +infinity
-  int32_t m_ = 1;                // leaves (power of two)
-  std::vector<uint64_t> key_;    // (2m) time bits of the subtree's winner; root at 1
-  std::vector<int32_t> src_;     // (2m) its source; leaves at m + s
+  int32_t m_ = 1;                                               // leaves (power of two)
+  std::vector<uint64_t> key_;  // (2m) time bits of the subtree's winner; root at 1
+  std::vector<int32_t> src_;   // (2m) its source; leaves at m + s
 };
 
 }  // namespace gdp

@@ -1,7 +1,6 @@
 // Output formats of a simulation: the result as JSON (for the CLI and scripts) and the
 // Chrome trace event JSON (opens in Perfetto / chrome://tracing), a row per device and link.
 #include <cmath>
-
 #include <nlohmann/json.hpp>
 
 #include "sim/simulator.h"
@@ -34,7 +33,8 @@ json result_json(const SimResult& r, const Cluster& c, const Graph* g) {
   json links = json::array();
   for (size_t l = 0; l < r.link_bytes.size(); ++l) {
     if (r.link_bytes[l] == 0) continue;
-    links.push_back({{"link", c.directed_link_name(static_cast<int32_t>(l))}, {"bytes", r.link_bytes[l]}});
+    links.push_back(
+        {{"link", c.directed_link_name(static_cast<int32_t>(l))}, {"bytes", r.link_bytes[l]}});
   }
   j["links"] = links;
   j["transfers"] = r.transfers;
@@ -64,14 +64,24 @@ std::string trace_to_chrome_json(const SimResult& r, const Cluster& c) {
   // thread id = row; "M" metadata events name the rows and keep devices above links.
   json events = json::array();
   const int32_t D = c.num_devices();
-  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"tid", 0},
+  events.push_back({{"name", "process_name"},
+                    {"ph", "M"},
+                    {"pid", 0},
+                    {"tid", 0},
                     {"args", {{"name", c.name.empty() ? std::string("cluster") : c.name}}}});
   const int32_t rows = D + c.num_directed_links();
   for (int32_t row = 0; row < rows; ++row) {
     std::string name = row < D ? c.devices[row].name : "link " + c.directed_link_name(row - D);
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", row}, {"args", {{"name", name}}}});
-    events.push_back(
-        {{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 0}, {"tid", row}, {"args", {{"sort_index", row}}}});
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", 0},
+                      {"tid", row},
+                      {"args", {{"name", name}}}});
+    events.push_back({{"name", "thread_sort_index"},
+                      {"ph", "M"},
+                      {"pid", 0},
+                      {"tid", row},
+                      {"args", {{"sort_index", row}}}});
   }
   for (const TraceEvent& e : r.trace) {
     events.push_back({{"name", e.name},
@@ -85,7 +95,8 @@ std::string trace_to_chrome_json(const SimResult& r, const Cluster& c) {
   json j = json::object();
   j["traceEvents"] = events;
   j["displayTimeUnit"] = "ms";
-  j["otherData"] = {{"step_time_s", number_or_null(r.step_time_s)}, {"valid", r.valid}, {"reason", r.reason}};
+  j["otherData"] = {
+      {"step_time_s", number_or_null(r.step_time_s)}, {"valid", r.valid}, {"reason", r.reason}};
   return j.dump() + "\n";
 }
 

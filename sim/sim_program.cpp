@@ -23,8 +23,10 @@ bool same_cost_device(const DeviceSpec& a, const DeviceSpec& b) {
 SimProgram::SimProgram(const Graph& g, const Cluster& c, const CostModel& cost, const SimOptions& o)
     : graph(g), cluster(c), opt(o) {
   if (!graph.finalized())
-    throw InputError("simulator: graph '" + graph.name + "' is not finalized (call Graph::finalize())");
-  if (cluster.num_devices() == 0) throw InputError("simulator: cluster '" + cluster.name + "' has no devices");
+    throw InputError("simulator: graph '" + graph.name +
+                     "' is not finalized (call Graph::finalize())");
+  if (cluster.num_devices() == 0)
+    throw InputError("simulator: cluster '" + cluster.name + "' has no devices");
   cluster.finalize();  // validates and computes the routes (idempotent)
 
   num_ops = graph.num_ops();
@@ -71,7 +73,8 @@ SimProgram::SimProgram(const Graph& g, const Cluster& c, const CostModel& cost, 
   std::vector<int32_t> cons_of_edge(num_edges, 0), fill(cons_ptr.begin(), cons_ptr.end() - 1);
   for (int32_t e = 0; e < num_edges; ++e) {
     const Edge& ed = edges[e];
-    if (ed.bytes < 0) throw InputError("simulator: an edge into op '" + ops[ed.dst].name + "' has negative bytes");
+    if (ed.bytes < 0)
+      throw InputError("simulator: an edge into op '" + ops[ed.dst].name + "' has negative bytes");
     int32_t t = tensor_ptr[ed.src] + ed.src_output;
     int32_t slot = fill[t]++;
     cons_op[slot] = ed.dst;
@@ -111,7 +114,8 @@ SimProgram::SimProgram(const Graph& g, const Cluster& c, const CostModel& cost, 
   for (int32_t d = 0; d < num_devices; ++d) {
     int32_t cls = -1;
     for (size_t k = 0; k < class_rep.size(); ++k)
-      if (same_cost_device(cluster.devices[class_rep[k]], cluster.devices[d])) cls = static_cast<int32_t>(k);
+      if (same_cost_device(cluster.devices[class_rep[k]], cluster.devices[d]))
+        cls = static_cast<int32_t>(k);
     if (cls < 0) {
       cls = static_cast<int32_t>(class_rep.size());
       class_rep.push_back(d);
@@ -125,8 +129,8 @@ SimProgram::SimProgram(const Graph& g, const Cluster& c, const CostModel& cost, 
       double t = cost.op_time_s(ops[i], dev);
       if (!std::isfinite(t) || t < 0) {
         std::ostringstream os;
-        os << "simulator: op '" << ops[i].name << "' has time " << t << " s on device kind '" << dev.kind
-           << "' (expected a finite, non-negative time)";
+        os << "simulator: op '" << ops[i].name << "' has time " << t << " s on device kind '"
+           << dev.kind << "' (expected a finite, non-negative time)";
         throw InputError(os.str());
       }
       op_time[k * num_ops + i] = t;
@@ -138,7 +142,8 @@ SimProgram::SimProgram(const Graph& g, const Cluster& c, const CostModel& cost, 
   // Packed copies for the event loop.
   op_info.resize(num_ops);
   for (int32_t i = 0; i < num_ops; ++i)
-    op_info[i] = OpInfo{in_ptr[i], in_ptr[i + 1], tensor_ptr[i], tensor_ptr[i + 1], alloc_bytes[i], temp_bytes[i]};
+    op_info[i] = OpInfo{in_ptr[i],         in_ptr[i + 1],  tensor_ptr[i],
+                        tensor_ptr[i + 1], alloc_bytes[i], temp_bytes[i]};
   in_slot.resize(num_edges);
   for (int32_t s = 0; s < num_edges; ++s) in_slot[s] = InSlot{in_tensor[s], in_edge[s]};
   tensor_info.resize(num_tensors);
@@ -159,7 +164,8 @@ SimProgram::SimProgram(const Graph& g, const Cluster& c, const CostModel& cost, 
       size_t k = static_cast<size_t>(s) * num_devices + d;
       const auto& r = cluster.route(s, d);
       if (s != d && r.empty())
-        throw InputError("simulator: no route from " + cluster.devices[s].name + " to " + cluster.devices[d].name);
+        throw InputError("simulator: no route from " + cluster.devices[s].name + " to " +
+                         cluster.devices[d].name);
       route_link.insert(route_link.end(), r.begin(), r.end());
       route_ptr[k + 1] = static_cast<int32_t>(route_link.size());
     }

@@ -44,16 +44,16 @@ class SimProgram {
 
   // Ops (dense index). The construction-only arrays (input slots, per-tensor bytes and
   // consumer offsets) live in the packed op_info / in_slot / tensor_info below.
-  std::vector<int32_t> topo_pos;        // (num_ops) position in Graph::topo_order()
-  std::vector<int32_t> topo_order;      // (num_ops) op at each topological position
-  std::vector<int32_t> in_degree;       // (num_ops) number of input edges
-  std::vector<int32_t> tensor_ptr;      // (num_ops+1) output tensors of op i: [ptr[i], ptr[i+1])
-  std::vector<int64_t> param_bytes;     // (num_ops) resident on the op's device
-  std::vector<int32_t> coloc_first;     // (num_ops) first op (topological) of its group; -1 none
+  std::vector<int32_t> topo_pos;     // (num_ops) position in Graph::topo_order()
+  std::vector<int32_t> topo_order;   // (num_ops) op at each topological position
+  std::vector<int32_t> in_degree;    // (num_ops) number of input edges
+  std::vector<int32_t> tensor_ptr;   // (num_ops+1) output tensors of op i: [ptr[i], ptr[i+1])
+  std::vector<int64_t> param_bytes;  // (num_ops) resident on the op's device
+  std::vector<int32_t> coloc_first;  // (num_ops) first op (topological) of its group; -1 none
 
   // Tensors (one per op output) and their consumer edges, grouped by tensor.
-  std::vector<int32_t> tensor_op;       // (num_tensors) producing op
-  std::vector<int32_t> cons_op;         // (num_edges) consuming op of each consumer edge
+  std::vector<int32_t> tensor_op;  // (num_tensors) producing op
+  std::vector<int32_t> cons_op;    // (num_edges) consuming op of each consumer edge
 
   // Costs: op time of op i on device d = op_time[dev_class[d] * num_ops + i].
   std::vector<int32_t> dev_class;       // (num_devices)
@@ -61,10 +61,10 @@ class SimProgram {
   std::vector<int64_t> capacity_bytes;  // (num_devices); <= 0 = unlimited
 
   // Links and routes.
-  std::vector<double> link_bw_Bps;      // (num_links)
-  std::vector<double> link_latency_s;   // (num_links)
-  std::vector<int32_t> route_ptr;       // (num_devices^2+1) route s->d: [ptr[s*D+d], ptr[s*D+d+1])
-  std::vector<int32_t> route_link;      // directed link ids
+  std::vector<double> link_bw_Bps;     // (num_links)
+  std::vector<double> link_latency_s;  // (num_links)
+  std::vector<int32_t> route_ptr;      // (num_devices^2+1) route s->d: [ptr[s*D+d], ptr[s*D+d+1])
+  std::vector<int32_t> route_link;     // directed link ids
 
   // The same data packed for the event loop (built from the arrays above).
   std::vector<OpInfo> op_info;          // (num_ops)

@@ -15,16 +15,16 @@ class SimProgram;
 // One in-flight or delivered transfer of a tensor to one destination device.
 struct Xfer {
   int32_t tensor = 0;
-  int32_t dst = 0;        // destination device
-  int32_t src_dev = 0;    // sending device
-  int32_t hop = 0;        // index of the current hop in the route
+  int32_t dst = 0;                         // destination device
+  int32_t src_dev = 0;                     // sending device
+  int32_t hop = 0;                         // index of the current hop in the route
   int32_t route_begin = 0, route_end = 0;  // into SimProgram::route_link
-  int32_t refs = 0;       // consumers on dst not yet finished (after arrival)
-  int32_t next = -1;      // next transfer in the FIFO of the link it is on
-  int32_t pred_op = -1;   // op whose end determined this transfer's timing (critical path)
-  double arrive_s = 0;    // event time on the current hop: the head reaches the next node
-                          // (intermediate hop) or the whole tensor arrives (last hop)
-  double tail_s = 0;      // when the tail has reached the current hop's start node
+  int32_t refs = 0;                        // consumers on dst not yet finished (after arrival)
+  int32_t next = -1;                       // next transfer in the FIFO of the link it is on
+  int32_t pred_op = -1;  // op whose end determined this transfer's timing (critical path)
+  double arrive_s = 0;   // event time on the current hop: the head reaches the next node
+                         // (intermediate hop) or the whole tensor arrives (last hop)
+  double tail_s = 0;     // when the tail has reached the current hop's start node
 };
 
 struct ReadyEntry {
@@ -39,30 +39,30 @@ class SimState {
   explicit SimState(const SimProgram& p);
 
   // Ops.
-  std::vector<int32_t> pending;     // inputs not yet available on the op's device
-  std::vector<double> ready_s;      // when the op became ready
+  std::vector<int32_t> pending;  // inputs not yet available on the op's device
+  std::vector<double> ready_s;   // when the op became ready
   std::vector<double> start_s, end_s;
-  std::vector<int32_t> pred;        // critical-path predecessor op, -1 none
+  std::vector<int32_t> pred;  // critical-path predecessor op, -1 none
   // Tensors and edges.
-  std::vector<int32_t> src_ref;     // local consumers + transfers not yet done, per tensor
-  std::vector<int32_t> edge_xfer;   // transfer feeding a consumer edge, -1 when local
-  std::vector<Xfer> xfers;          // pool, capacity num_edges
+  std::vector<int32_t> src_ref;    // local consumers + transfers not yet done, per tensor
+  std::vector<int32_t> edge_xfer;  // transfer feeding a consumer edge, -1 when local
+  std::vector<Xfer> xfers;         // pool, capacity num_edges
   int32_t num_xfers = 0;
   // Devices.
-  std::vector<MinHeap<ReadyEntry>> ready;   // topo_priority
+  std::vector<MinHeap<ReadyEntry>> ready;  // topo_priority
   std::vector<int32_t> qhead, qtail;       // (num_devices) fifo: linked list through qnext
   std::vector<int32_t> qnext;              // (num_ops)
   std::vector<uint64_t> batch;             // fifo: (device << 32 | topo position) ready now
-  std::vector<int32_t> running;     // op running on the device, -1 idle
-  std::vector<int32_t> last_op;     // last op that ended on the device
+  std::vector<int32_t> running;            // op running on the device, -1 idle
+  std::vector<int32_t> last_op;            // last op that ended on the device
   std::vector<int64_t> mem_bytes, peak_bytes, resident_bytes;
   std::vector<double> busy_s;
   std::vector<int32_t> dev_ops;
   std::vector<int32_t> stamp, stamp_xfer;  // per-tensor dedupe of transfers per destination
-  std::vector<int32_t> dirty;        // devices whose queue changed at the current time
+  std::vector<int32_t> dirty;              // devices whose queue changed at the current time
   std::vector<uint8_t> is_dirty;
   // Links.
-  std::vector<double> link_free_s;   // when the link finishes serializing its last transfer
+  std::vector<double> link_free_s;  // when the link finishes serializing its last transfer
   std::vector<int32_t> link_head, link_tail, link_last;
   std::vector<int64_t> link_bytes;
   // Events: one calendar for the devices (op ends), one for the links (head arrivals);

@@ -10,7 +10,6 @@
 #include <sstream>
 #include <stdexcept>
 
-
 #include "core/error.h"
 #include "sim/sim_program.h"
 
@@ -22,10 +21,14 @@ const char* queue_policy_name(QueuePolicy p) {
 
 const char* sim_status_name(SimStatus s) {
   switch (s) {
-    case SimStatus::valid: return "valid";
-    case SimStatus::out_of_memory: return "out_of_memory";
-    case SimStatus::split_colocation: return "split_colocation";
-    case SimStatus::malformed_placement: return "malformed_placement";
+    case SimStatus::valid:
+      return "valid";
+    case SimStatus::out_of_memory:
+      return "out_of_memory";
+    case SimStatus::split_colocation:
+      return "split_colocation";
+    case SimStatus::malformed_placement:
+      return "malformed_placement";
   }
   return "?";
 }
@@ -54,17 +57,17 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 SimStatus check_placement(const SimProgram& P, const Placement& pl, std::string* reason) {
   if (static_cast<int64_t>(pl.device.size()) != P.num_ops) {
     if (reason)
-      *reason = "placement has " + std::to_string(pl.device.size()) + " entries but graph '" + P.graph.name +
-                "' has " + std::to_string(P.num_ops) + " ops";
+      *reason = "placement has " + std::to_string(pl.device.size()) + " entries but graph '" +
+                P.graph.name + "' has " + std::to_string(P.num_ops) + " ops";
     return SimStatus::malformed_placement;
   }
   const int32_t* dev = pl.device.data();
   for (int32_t i = 0; i < P.num_ops; ++i) {
     if (dev[i] < 0 || dev[i] >= P.num_devices) {
       if (reason)
-        *reason = "op '" + P.graph.op(i).name + "' is placed on device " + std::to_string(dev[i]) + " but cluster '" +
-                  P.cluster.name + "' has " + std::to_string(P.num_devices) + " devices (0.." +
-                  std::to_string(P.num_devices - 1) + ")";
+        *reason = "op '" + P.graph.op(i).name + "' is placed on device " + std::to_string(dev[i]) +
+                  " but cluster '" + P.cluster.name + "' has " + std::to_string(P.num_devices) +
+                  " devices (0.." + std::to_string(P.num_devices - 1) + ")";
       return SimStatus::malformed_placement;
     }
   }
@@ -72,9 +75,9 @@ SimStatus check_placement(const SimProgram& P, const Placement& pl, std::string*
     int32_t f = P.coloc_first[i];
     if (f >= 0 && dev[i] != dev[f]) {
       if (reason)
-        *reason = "colocation group '" + P.graph.op(i).colocation + "' is split: op '" + P.graph.op(f).name +
-                  "' on " + P.cluster.devices[dev[f]].name + ", op '" + P.graph.op(i).name + "' on " +
-                  P.cluster.devices[dev[i]].name;
+        *reason = "colocation group '" + P.graph.op(i).colocation + "' is split: op '" +
+                  P.graph.op(f).name + "' on " + P.cluster.devices[dev[f]].name + ", op '" +
+                  P.graph.op(i).name + "' on " + P.cluster.devices[dev[i]].name;
       return SimStatus::split_colocation;
     }
   }
@@ -115,7 +118,7 @@ double simulate(const SimProgram& P, const Placement& pl, SimState& S, SimResult
   S.link_events.clear();
   for (int32_t d = 0; d < D; ++d)
     S.limit_bytes[d] = (check_mem && P.capacity_bytes[d] > 0) ? P.capacity_bytes[d]
-                                                               : std::numeric_limits<int64_t>::max();
+                                                              : std::numeric_limits<int64_t>::max();
   S.num_xfers = 0;
   S.oom = false;
   S.oom_device = -1;
@@ -253,8 +256,9 @@ double simulate(const SimProgram& P, const Placement& pl, SimState& S, SimResult
     if constexpr (Full) {
       if (rec_trace) {
         int32_t src = P.tensor_op[X.tensor];
-        R->trace.push_back(TraceEvent{P.graph.op(src).name + ":" + std::to_string(X.tensor - P.tensor_ptr[src]) +
-                                          " -> " + P.cluster.devices[X.dst].name,
+        R->trace.push_back(TraceEvent{P.graph.op(src).name + ":" +
+                                          std::to_string(X.tensor - P.tensor_ptr[src]) + " -> " +
+                                          P.cluster.devices[X.dst].name,
                                       D + l, start, done});
       }
     }
@@ -370,8 +374,8 @@ double simulate(const SimProgram& P, const Placement& pl, SimState& S, SimResult
     }
   }
   if (ops_run != N)
-    throw std::logic_error("simulator: only " + std::to_string(ops_run) + " of " + std::to_string(N) +
-                           " ops ran (internal error)");
+    throw std::logic_error("simulator: only " + std::to_string(ops_run) + " of " +
+                           std::to_string(N) + " ops ran (internal error)");
 
   if constexpr (Full) {
     R->step_time_s = last_end;
@@ -390,7 +394,8 @@ double simulate(const SimProgram& P, const Placement& pl, SimState& S, SimResult
     if (S.oom) {
       std::ostringstream os;
       os << "out of memory on " << P.cluster.devices[S.oom_device].name << " at t=" << S.oom_time_s
-         << " s: " << S.oom_bytes << " bytes in use > capacity " << P.capacity_bytes[S.oom_device] << " bytes";
+         << " s: " << S.oom_bytes << " bytes in use > capacity " << P.capacity_bytes[S.oom_device]
+         << " bytes";
       R->valid = false;
       R->status = SimStatus::out_of_memory;
       R->reason = os.str();
@@ -423,7 +428,9 @@ Simulator::Simulator(const Graph& g, const Cluster& c, const CostModel& cost, Si
 Simulator::~Simulator() = default;
 Simulator::Simulator(Simulator&&) noexcept = default;
 
-std::unique_ptr<SimState> Simulator::make_state() const { return std::make_unique<SimState>(*prog_); }
+std::unique_ptr<SimState> Simulator::make_state() const {
+  return std::make_unique<SimState>(*prog_);
+}
 
 SimResult Simulator::run(const Placement& p) { return run(p, *state_); }
 

@@ -28,7 +28,7 @@ struct SimOptions {
   bool check_memory = true;                      // out of memory => invalid
   bool record_trace = false;                     // fill SimResult::trace (slower)
   bool record_critical_path = true;
-  bool record_op_times = false;                  // fill SimResult::op_start_s / op_end_s
+  bool record_op_times = false;  // fill SimResult::op_start_s / op_end_s
 };
 
 // Why a simulated placement is or is not valid.
@@ -41,16 +41,16 @@ enum class SimStatus : uint8_t {
 const char* sim_status_name(SimStatus s);  // "valid", "out_of_memory", ...
 
 struct DeviceStats {
-  double busy_s = 0;               // sum of the op times run on the device
-  int64_t peak_memory_bytes = 0;   // resident + the most live tensors/temporaries at once
-  int64_t resident_bytes = 0;      // parameters (and optimizer state)
-  int64_t end_memory_bytes = 0;    // in use when the step ends (== resident_bytes when sound)
+  double busy_s = 0;              // sum of the op times run on the device
+  int64_t peak_memory_bytes = 0;  // resident + the most live tensors/temporaries at once
+  int64_t resident_bytes = 0;     // parameters (and optimizer state)
+  int64_t end_memory_bytes = 0;   // in use when the step ends (== resident_bytes when sound)
   int32_t ops = 0;
 };
 
 struct TraceEvent {
   std::string name;
-  int32_t row = 0;        // device index, or num_devices + directed link id
+  int32_t row = 0;  // device index, or num_devices + directed link id
   double start_s = 0, end_s = 0;
 };
 
@@ -63,12 +63,12 @@ struct SimResult {
   SimStatus status = SimStatus::valid;  // valid == (status == SimStatus::valid)
   std::string reason;  // empty when valid; e.g. "out of memory on gpu1 at t=... : ... bytes > ..."
   std::vector<DeviceStats> devices;
-  std::vector<int64_t> link_bytes;         // per directed link (each hop counts the bytes)
-  std::vector<int32_t> critical_path;      // op indices, first to last
-  std::vector<TraceEvent> trace;           // when SimOptions::record_trace
+  std::vector<int64_t> link_bytes;     // per directed link (each hop counts the bytes)
+  std::vector<int32_t> critical_path;  // op indices, first to last
+  std::vector<TraceEvent> trace;       // when SimOptions::record_trace
   // Debug counters for invariant checks.
-  int32_t ops_run = 0;                     // op starts (== num_ops when sound)
-  int32_t transfers = 0;                   // (tensor, destination device) transfers
+  int32_t ops_run = 0;                       // op starts (== num_ops when sound)
+  int32_t transfers = 0;                     // (tensor, destination device) transfers
   std::vector<double> op_start_s, op_end_s;  // (num_ops) when SimOptions::record_op_times
 };
 

@@ -21,7 +21,8 @@ inline Placement place_by(const std::string& method, const Graph& g, const Clust
 }
 
 // The human placement with its strategy report (default cost model).
-inline Placement human(const Graph& g, const Cluster& c, place::HumanPlacementInfo* info = nullptr) {
+inline Placement human(const Graph& g, const Cluster& c,
+                       place::HumanPlacementInfo* info = nullptr) {
   CostModel cost;
   place::Problem problem(g, c, cost);
   place::Run run(problem, "human", place::Budget(), 1);

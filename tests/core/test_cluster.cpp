@@ -1,6 +1,5 @@
 // Cluster presets, routes over several hops, the strict cluster reader, placement files.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <regex>
 
@@ -42,16 +41,18 @@ TEST_CASE("core/cluster pcie preset routes through switches and host", "[core]")
 TEST_CASE("core/cluster multi-node preset crosses NICs", "[core]") {
   Cluster c = make_cluster_preset("h100x16-2node");
   REQUIRE(c.num_devices() == 16);
-  CHECK(hops(c, 0, 7) == 1);   // NVLink inside a node
-  CHECK(hops(c, 0, 8) == 4);   // gpu -> nic -> netswitch -> nic -> gpu
+  CHECK(hops(c, 0, 7) == 1);  // NVLink inside a node
+  CHECK(hops(c, 0, 8) == 4);  // gpu -> nic -> netswitch -> nic -> gpu
   CHECK(c.devices[9].name == "node1/gpu1");
 }
 
 TEST_CASE("core/cluster preset grammar errors are clear", "[core]") {
   CHECK_THROWS_WITH(make_cluster_preset("v100-4"), Catch::Contains("<kind>x<count>-<topology>"));
   CHECK_THROWS_WITH(make_cluster_preset("tpu4x4-nvlink"), Catch::Contains("unknown kind"));
-  CHECK_THROWS_WITH(make_cluster_preset("v100x6-4node"), Catch::Contains("multiple of the node count"));
-  CHECK_THROWS_WITH(make_cluster_preset("v100x99999999999999999999-nvlink"), Catch::Contains("<kind>x<count>-<topology>"));
+  CHECK_THROWS_WITH(make_cluster_preset("v100x6-4node"),
+                    Catch::Contains("multiple of the node count"));
+  CHECK_THROWS_WITH(make_cluster_preset("v100x99999999999999999999-nvlink"),
+                    Catch::Contains("<kind>x<count>-<topology>"));
   for (const auto& e : cluster_preset_examples()) CHECK_NOTHROW(make_cluster_preset(e));
   // One node still means NVLink inside (and a NIC), like every <N>node preset.
   Cluster one = make_cluster_preset("v100x4-1node");
@@ -66,14 +67,42 @@ TEST_CASE("core/cluster preset parser accepts exactly the grammar's regex", "[co
   for (const auto& kind : cluster_preset_kinds())
     for (const char* rest : {"x1-pcie", "x4-nvlink", "x8-pcie", "x16-2node", "x8-8node"})
       names.push_back(kind + rest);
-  for (const char* n :
-       {"V100x4-nvlink", "v100X4-nvlink", "v100x0004-nvlink", "v100x00004-nvlink", "v100x0-nvlink",
-        "v100x2000-pcie", "x4-nvlink", "v1x00x4-pcie", "v100xx4-pcie", "v100x4x-pcie",
-        "v100x4-NVLINK", "v100x4-node", "v100x4-1node", "v100x4-0node", "v100x4-00002node",
-        "v100x4-0002node", "v100x4-2nodes", "v100x4-nvlink ", " v100x4-nvlink", "v100x4_nvlink",
-        "v100x4-nvlink-x", "v100x4--nvlink", "-v100x4-nvlink", "v100-x4-nvlink", "", "x", "-",
-        "x-", "v100x-pcie", "v100x4-", "v1.0x4-pcie", "v100x4-2node\n", "v\xc3\xa9x4-pcie",
-        "tpu4x4-nvlink", "k80x3-2node", "k80x2-nvlink"})
+  for (const char* n : {"V100x4-nvlink",
+                        "v100X4-nvlink",
+                        "v100x0004-nvlink",
+                        "v100x00004-nvlink",
+                        "v100x0-nvlink",
+                        "v100x2000-pcie",
+                        "x4-nvlink",
+                        "v1x00x4-pcie",
+                        "v100xx4-pcie",
+                        "v100x4x-pcie",
+                        "v100x4-NVLINK",
+                        "v100x4-node",
+                        "v100x4-1node",
+                        "v100x4-0node",
+                        "v100x4-00002node",
+                        "v100x4-0002node",
+                        "v100x4-2nodes",
+                        "v100x4-nvlink ",
+                        " v100x4-nvlink",
+                        "v100x4_nvlink",
+                        "v100x4-nvlink-x",
+                        "v100x4--nvlink",
+                        "-v100x4-nvlink",
+                        "v100-x4-nvlink",
+                        "",
+                        "x",
+                        "-",
+                        "x-",
+                        "v100x-pcie",
+                        "v100x4-",
+                        "v1.0x4-pcie",
+                        "v100x4-2node\n",
+                        "v\xc3\xa9x4-pcie",
+                        "tpu4x4-nvlink",
+                        "k80x3-2node",
+                        "k80x2-nvlink"})
     names.push_back(n);
   const std::string grammar_text = "<kind>x<count>-<topology>";
   for (const auto& n : names) {
@@ -143,28 +172,35 @@ TEST_CASE("core/cluster json round-trips and is strict", "[core]") {
     return std::string();
   };
   const std::string dev =
-      "{\"name\": \"g0\", \"kind\": \"V100\", \"peak_fp32_tflops\": 15.7, \"peak_fp16_tflops\": 125, "
+      "{\"name\": \"g0\", \"kind\": \"V100\", \"peak_fp32_tflops\": 15.7, \"peak_fp16_tflops\": "
+      "125, "
       "\"mem_bandwidth_GBps\": 900, \"memory_bytes\": 1000, \"launch_overhead_us\": 5}";
   const std::string dev1 = std::string(dev).replace(dev.find("g0"), 2, "g1");
   auto cl = [&](const std::string& devs, const std::string& links) {
     return "{\"format\": \"gdp-cluster\", \"version\": 1, \"name\": \"x\", \"devices\": [" + devs +
            "], \"links\": [" + links + "]}";
   };
-  const std::string link = "{\"a\": \"g0\", \"b\": \"g1\", \"bandwidth_GBps\": 10, \"latency_us\": 2}";
+  const std::string link =
+      "{\"a\": \"g0\", \"b\": \"g1\", \"bandwidth_GBps\": 10, \"latency_us\": 2}";
   CHECK(err(cl(dev + "," + dev1, link)).empty());
   CHECK_THAT(err(cl(dev + "," + dev1, "")), Catch::Contains("no route"));
-  CHECK_THAT(err(cl(dev + "," + dev1, "{\"a\": \"g0\", \"b\": \"g9\", \"bandwidth_GBps\": 10, \"latency_us\": 2}")),
+  CHECK_THAT(err(cl(dev + "," + dev1,
+                    "{\"a\": \"g0\", \"b\": \"g9\", \"bandwidth_GBps\": 10, \"latency_us\": 2}")),
              Catch::Contains("links[0].b") && Catch::Contains("unknown device or switch"));
-  CHECK_THAT(err(cl(dev + "," + dev1, "{\"a\": \"g0\", \"b\": \"g1\", \"bandwidth_GBps\": 0, \"latency_us\": 2}")),
+  CHECK_THAT(err(cl(dev + "," + dev1,
+                    "{\"a\": \"g0\", \"b\": \"g1\", \"bandwidth_GBps\": 0, \"latency_us\": 2}")),
              Catch::Contains("links[0].bandwidth_GBps"));
   CHECK_THAT(err(cl(dev + "," + dev, "")), Catch::Contains("duplicate node name"));
   std::string bad = dev;
-  bad.replace(bad.find("\"launch_overhead_us\""), 20, "\"launch_overhead\": 5, \"launch_overhead_us\"");
-  CHECK_THAT(err(cl(bad, "")), Catch::Contains("devices[0].launch_overhead") && Catch::Contains("unknown key"));
+  bad.replace(bad.find("\"launch_overhead_us\""), 20,
+              "\"launch_overhead\": 5, \"launch_overhead_us\"");
+  CHECK_THAT(err(cl(bad, "")),
+             Catch::Contains("devices[0].launch_overhead") && Catch::Contains("unknown key"));
   CHECK_THAT(err(cl("", "")), Catch::Contains("at least one device"));
   std::string fast = dev;
   fast.replace(fast.find("\"peak_fp32_tflops\": 15.7"), 24, "\"peak_fp32_tflops\": 1e300");
-  CHECK_THAT(err(cl(fast, "")), Catch::Contains("devices[0].peak_fp32_tflops") && Catch::Contains("<="));
+  CHECK_THAT(err(cl(fast, "")),
+             Catch::Contains("devices[0].peak_fp32_tflops") && Catch::Contains("<="));
 }
 
 TEST_CASE("core/placement files round-trip and are strict", "[core]") {
@@ -186,12 +222,20 @@ TEST_CASE("core/placement files round-trip and are strict", "[core]") {
   auto path = (std::filesystem::temp_directory_path() / "gdp_place.json").string();
   write_placement_file(rr, g, 3, path);
   CHECK(read_placement_file(path, g, 3).device == rr.device);
-  CHECK_THROWS_WITH(read_placement_file(path, g, 2), Catch::Contains("uses 3 devices but the cluster has 2"));
-  write_text_file_atomic(path, "{\"format\": \"gdp-placement\", \"version\": 1, \"devices\": 2, \"placement\": {\"op0\": 0, \"op1\": 1, \"op2\": 1}}");
-  CHECK_THROWS_WITH(read_placement_file(path, g, 2), Catch::Contains("op3") && Catch::Contains("no device"));
-  write_text_file_atomic(path, "{\"format\": \"gdp-placement\", \"version\": 1, \"devices\": 2, \"placement\": {\"op0\": 0, \"op1\": 2, \"op2\": 1, \"op3\": 1}}");
+  CHECK_THROWS_WITH(read_placement_file(path, g, 2),
+                    Catch::Contains("uses 3 devices but the cluster has 2"));
+  write_text_file_atomic(path,
+                         "{\"format\": \"gdp-placement\", \"version\": 1, \"devices\": 2, "
+                         "\"placement\": {\"op0\": 0, \"op1\": 1, \"op2\": 1}}");
+  CHECK_THROWS_WITH(read_placement_file(path, g, 2),
+                    Catch::Contains("op3") && Catch::Contains("no device"));
+  write_text_file_atomic(path,
+                         "{\"format\": \"gdp-placement\", \"version\": 1, \"devices\": 2, "
+                         "\"placement\": {\"op0\": 0, \"op1\": 2, \"op2\": 1, \"op3\": 1}}");
   CHECK_THROWS_WITH(read_placement_file(path, g, 2), Catch::Contains("placement.op1"));
-  write_text_file_atomic(path, "{\"format\": \"gdp-placement\", \"version\": 1, \"devices\": 2, \"placement\": {\"opX\": 0}}");
+  write_text_file_atomic(path,
+                         "{\"format\": \"gdp-placement\", \"version\": 1, \"devices\": 2, "
+                         "\"placement\": {\"opX\": 0}}");
   CHECK_THROWS_WITH(read_placement_file(path, g, 2), Catch::Contains("no op named \"opX\""));
   std::filesystem::remove(path);
 }

@@ -1,7 +1,6 @@
 // Strict graph reader (one test per class of bad input, each checking the message), exact
 // round-trip of the writer, graph structure (CSR, topological order, cycles).
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -143,8 +142,10 @@ TEST_CASE("core/graph topological order and CSR", "[core]") {
   for (const Edge& e : g.edges()) REQUIRE(pos[e.src] < pos[e.dst]);
   int64_t total = 0;
   for (int32_t i = 0; i < g.num_ops(); ++i) {
-    for (int64_t k = g.out_ptr()[i]; k < g.out_ptr()[i + 1]; ++k) REQUIRE(g.edges()[g.out_edge_ids()[k]].src == i);
-    for (int64_t k = g.in_ptr()[i]; k < g.in_ptr()[i + 1]; ++k) REQUIRE(g.edges()[g.in_edge_ids()[k]].dst == i);
+    for (int64_t k = g.out_ptr()[i]; k < g.out_ptr()[i + 1]; ++k)
+      REQUIRE(g.edges()[g.out_edge_ids()[k]].src == i);
+    for (int64_t k = g.in_ptr()[i]; k < g.in_ptr()[i + 1]; ++k)
+      REQUIRE(g.edges()[g.in_edge_ids()[k]].dst == i);
     total += g.out_ptr()[i + 1] - g.out_ptr()[i];
   }
   REQUIRE(total == g.num_edges());
@@ -186,8 +187,9 @@ TEST_CASE("core/reader rejects invalid JSON syntax", "[core]") {
 }
 
 TEST_CASE("core/reader rejects a wrong format or version", "[core]") {
-  CHECK_THAT(error_of(graph_json(kTwoOps, "", "\"format\": \"other\", \"version\": 1, \"name\": \"g\"")),
-             Catch::Contains("format") && Catch::Contains("gdp-graph"));
+  CHECK_THAT(
+      error_of(graph_json(kTwoOps, "", "\"format\": \"other\", \"version\": 1, \"name\": \"g\"")),
+      Catch::Contains("format") && Catch::Contains("gdp-graph"));
   CHECK_THAT(error_of(graph_json(kTwoOps, "",
                                  "\"format\": \"gdp-graph\", \"version\": 9, \"name\": \"g\"")),
              Catch::Contains("version") && Catch::Contains("unsupported version 9") &&
@@ -201,40 +203,51 @@ TEST_CASE("core/reader rejects a wrong format or version", "[core]") {
 
 TEST_CASE("core/reader rejects unknown keys", "[core]") {
   CHECK_THAT(error_of(graph_json(op_json(0, "a", ", \"flop\": 3"), "")),
-             Catch::Contains("bad.json") && Catch::Contains("ops[0].flop") && Catch::Contains("unknown key"));
-  CHECK_THAT(error_of(graph_json(kTwoOps, "", "\"format\": \"gdp-graph\", \"version\": 1, \"name\": \"g\", \"extra\": 1")),
-             Catch::Contains("extra") && Catch::Contains("unknown key"));
+             Catch::Contains("bad.json") && Catch::Contains("ops[0].flop") &&
+                 Catch::Contains("unknown key"));
+  CHECK_THAT(
+      error_of(graph_json(
+          kTwoOps, "", "\"format\": \"gdp-graph\", \"version\": 1, \"name\": \"g\", \"extra\": 1")),
+      Catch::Contains("extra") && Catch::Contains("unknown key"));
 }
 
 TEST_CASE("core/reader rejects missing required keys", "[core]") {
-  std::string op = "{\"id\": 0, \"name\": \"a\", \"type\": \"X\", \"phase\": \"forward\", \"outputs\": [], \"flops\": 1}";
+  std::string op =
+      "{\"id\": 0, \"name\": \"a\", \"type\": \"X\", \"phase\": \"forward\", \"outputs\": [], "
+      "\"flops\": 1}";
   CHECK_THAT(error_of(graph_json(op, "")),
              Catch::Contains("ops[0].bytes_accessed") && Catch::Contains("missing required key"));
-  CHECK_THAT(error_of("{\"format\": \"gdp-graph\", \"version\": 1, \"name\": \"g\", \"ops\": [" + kTwoOps + "]}"),
+  CHECK_THAT(error_of("{\"format\": \"gdp-graph\", \"version\": 1, \"name\": \"g\", \"ops\": [" +
+                      kTwoOps + "]}"),
              Catch::Contains("edges") && Catch::Contains("missing"));
 }
 
 TEST_CASE("core/reader rejects wrong types", "[core]") {
   std::string op = op_json(0, "a");
   op.replace(op.find("\"flops\": 12"), 11, "\"flops\": \"12\"");
-  CHECK_THAT(error_of(graph_json(op, "")), Catch::Contains("ops[0].flops") && Catch::Contains("expected a number"));
+  CHECK_THAT(error_of(graph_json(op, "")),
+             Catch::Contains("ops[0].flops") && Catch::Contains("expected a number"));
   std::string op2 = op_json(0, "a");
   op2.replace(op2.find("\"id\": 0"), 7, "\"id\": 0.5");
-  CHECK_THAT(error_of(graph_json(op2, "")), Catch::Contains("ops[0].id") && Catch::Contains("expected an integer"));
+  CHECK_THAT(error_of(graph_json(op2, "")),
+             Catch::Contains("ops[0].id") && Catch::Contains("expected an integer"));
   CHECK_THAT(error_of(graph_json(kTwoOps, "{\"src\": \"a\", \"dst\": 1}")),
              Catch::Contains("edges[0].src") && Catch::Contains("expected an integer"));
   std::string op3 = op_json(0, "a");
   op3.replace(op3.find("\"phase\": \"forward\""), 18, "\"phase\": \"sideways\"");
-  CHECK_THAT(error_of(graph_json(op3, "")), Catch::Contains("ops[0].phase") && Catch::Contains("backward"));
+  CHECK_THAT(error_of(graph_json(op3, "")),
+             Catch::Contains("ops[0].phase") && Catch::Contains("backward"));
 }
 
 TEST_CASE("core/reader rejects negative, NaN and infinite numbers", "[core]") {
   std::string neg = op_json(0, "a");
   neg.replace(neg.find("\"flops\": 12"), 11, "\"flops\": -1");
-  CHECK_THAT(error_of(graph_json(neg, "")), Catch::Contains("ops[0].flops") && Catch::Contains(">= 0"));
+  CHECK_THAT(error_of(graph_json(neg, "")),
+             Catch::Contains("ops[0].flops") && Catch::Contains(">= 0"));
   std::string inf = op_json(0, "a");
   inf.replace(inf.find("\"flops\": 12"), 11, "\"flops\": 1e999");
-  CHECK_THAT(error_of(graph_json(inf, "")), Catch::Contains("bad.json") && Catch::Contains("overflow"));
+  CHECK_THAT(error_of(graph_json(inf, "")),
+             Catch::Contains("bad.json") && Catch::Contains("overflow"));
   std::string nan = op_json(0, "a");
   nan.replace(nan.find("\"flops\": 12"), 11, "\"flops\": NaN");
   CHECK_THAT(error_of(graph_json(nan, "")), Catch::Contains("invalid JSON"));
@@ -255,12 +268,14 @@ TEST_CASE("core/reader rejects edges to missing ops and bad outputs", "[core]") 
              Catch::Contains("edges[0].dst") && Catch::Contains("missing op id 5"));
   CHECK_THAT(error_of(graph_json(kTwoOps, "{\"src\": 0, \"dst\": 1, \"output\": 3}")),
              Catch::Contains("edges[0].output") && Catch::Contains("has 1 outputs"));
-  CHECK_THAT(error_of(graph_json(kTwoOps, "{\"src\": 1, \"dst\": 1}")), Catch::Contains("self-loop"));
+  CHECK_THAT(error_of(graph_json(kTwoOps, "{\"src\": 1, \"dst\": 1}")),
+             Catch::Contains("self-loop"));
 }
 
 TEST_CASE("core/reader rejects cycles", "[core]") {
   std::string ops = op_json(0, "a") + ", " + op_json(1, "b") + ", " + op_json(2, "c");
-  std::string m = error_of(graph_json(ops, "{\"src\": 0, \"dst\": 1}, {\"src\": 1, \"dst\": 2}, {\"src\": 2, \"dst\": 1}"));
+  std::string m = error_of(graph_json(
+      ops, "{\"src\": 0, \"dst\": 1}, {\"src\": 1, \"dst\": 2}, {\"src\": 2, \"dst\": 1}"));
   CHECK_THAT(m, Catch::Contains("bad.json") && Catch::Contains("cycle"));
 }
 
@@ -275,7 +290,8 @@ TEST_CASE("core/reader rejects empty graphs and empty files", "[core]") {
     CHECK_THAT(e.what(), Catch::Contains("empty"));
   }
   std::filesystem::remove(path);
-  CHECK_THROWS_WITH(read_graph_file("/nonexistent/g.json"), Catch::Contains("/nonexistent/g.json") && Catch::Contains("cannot open"));
+  CHECK_THROWS_WITH(read_graph_file("/nonexistent/g.json"),
+                    Catch::Contains("/nonexistent/g.json") && Catch::Contains("cannot open"));
 }
 
 TEST_CASE("core/graph finalize rejects cycles built in code", "[core]") {
@@ -297,11 +313,15 @@ TEST_CASE("core/graph finalize rejects cycles built in code", "[core]") {
 TEST_CASE("core/reader rejects repeated keys and out-of-range sizes", "[core]") {
   std::string dup = op_json(0, "a");
   dup.replace(dup.find("\"flops\": 12"), 11, "\"flops\": 12, \"flops\": 13");
-  CHECK_THAT(error_of(graph_json(dup, "")), Catch::Contains("bad.json") && Catch::Contains("\"flops\" appears twice"));
+  CHECK_THAT(error_of(graph_json(dup, "")),
+             Catch::Contains("bad.json") && Catch::Contains("\"flops\" appears twice"));
   std::string huge = op_json(0, "a", ", \"param_bytes\": 6000000000000000000");
-  CHECK_THAT(error_of(graph_json(huge, "")), Catch::Contains("ops[0].param_bytes") && Catch::Contains("expected an integer in"));
-  std::string slow = op_json(0, "a", ", \"measured\": [{\"device_kind\": \"V100\", \"time_s\": 1e308}]");
-  CHECK_THAT(error_of(graph_json(slow, "")), Catch::Contains("ops[0].measured[0].time_s") && Catch::Contains("<="));
+  CHECK_THAT(error_of(graph_json(huge, "")),
+             Catch::Contains("ops[0].param_bytes") && Catch::Contains("expected an integer in"));
+  std::string slow =
+      op_json(0, "a", ", \"measured\": [{\"device_kind\": \"V100\", \"time_s\": 1e308}]");
+  CHECK_THAT(error_of(graph_json(slow, "")),
+             Catch::Contains("ops[0].measured[0].time_s") && Catch::Contains("<="));
 }
 
 TEST_CASE("core/graph json keeps weights and optimizer state apart", "[core]") {

@@ -2,7 +2,6 @@
 // reader's fast path against the checked reference reader: same graph or same message for
 // valid, unusual and broken inputs.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <random>
 #include <string>

@@ -1,7 +1,6 @@
 // The project's one random stream (core/rng.h): the standard engine's fixed output, portable
 // integer/real/normal mappings, determinism per seed.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "core/rng.h"

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstddef>
 #include <random>
@@ -18,7 +17,8 @@ namespace gdp::cuda::test {
 inline const std::vector<int> kColSweep = {1, 7, 32, 33, 127, 128, 1000, 4097};
 inline const std::vector<int> kRowSweep = {1, 7, 33, 257};
 
-inline std::vector<float> random_vec(std::size_t n, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
+inline std::vector<float> random_vec(std::size_t n, std::mt19937& rng, float lo = -1.0f,
+                                     float hi = 1.0f) {
   std::uniform_real_distribution<float> dist(lo, hi);
   std::vector<float> v(n);
   for (auto& x : v) x = dist(rng);
@@ -48,8 +48,8 @@ std::vector<T> to_host(const DeviceArray<T>& d) {
 
 // Fails the current test when any element misses atol + rtol*|ref|; reports the first
 // and the count. `what` names the tensor and sizes.
-inline void check_close(const std::vector<float>& got, const std::vector<float>& ref, float atol, float rtol,
-                        const std::string& what) {
+inline void check_close(const std::vector<float>& got, const std::vector<float>& ref, float atol,
+                        float rtol, const std::string& what) {
   REQUIRE(got.size() == ref.size());
   std::size_t bad = 0, first = 0;
   double worst = 0.0;
@@ -62,15 +62,16 @@ inline void check_close(const std::vector<float>& got, const std::vector<float>&
     }
     if (err > worst || std::isnan(err)) worst = err;
   }
-  INFO(what << ": " << bad << " of " << ref.size() << " elements out of tolerance (atol " << atol << ", rtol "
-            << rtol << "), max abs error " << worst
-            << (bad ? ", first at " + std::to_string(first) + ": got " + std::to_string(got[first]) + " want " +
-                          std::to_string(ref[first])
+  INFO(what << ": " << bad << " of " << ref.size() << " elements out of tolerance (atol " << atol
+            << ", rtol " << rtol << "), max abs error " << worst
+            << (bad ? ", first at " + std::to_string(first) + ": got " +
+                          std::to_string(got[first]) + " want " + std::to_string(ref[first])
                     : std::string()));
   CHECK(bad == 0);
 }
 
-inline void check_equal(const std::vector<int>& got, const std::vector<int>& ref, const std::string& what) {
+inline void check_equal(const std::vector<int>& got, const std::vector<int>& ref,
+                        const std::string& what) {
   REQUIRE(got.size() == ref.size());
   std::size_t bad = 0;
   for (std::size_t i = 0; i < ref.size(); ++i) bad += got[i] != ref[i];

@@ -2,7 +2,6 @@
 // prints why and exits 77, which ctest reports as "skipped" (SKIP_RETURN_CODE 77).
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <cstring>
 
@@ -13,7 +12,8 @@ int main(int argc, char** argv) {
   bool list_only = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--list", 6) == 0 || std::strcmp(argv[i], "-l") == 0 ||
-        std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-?") == 0)
+        std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0 ||
+        std::strcmp(argv[i], "-?") == 0)
       list_only = true;
   }
   if (!list_only && gdp::cuda::cuda_device_count() == 0) {

@@ -1,11 +1,11 @@
 // Masked multi-head attention over [memory; current] keys against a double-precision CPU
 // loop: probabilities, output, and the accumulated dq, dk, dv and relative-position-bias
 // gradients, causal and not, with and without the bias.
-#include "cuda_test_util.h"
-
 #include <algorithm>
 #include <stdexcept>
 #include <tuple>
+
+#include "cuda_test_util.h"
 
 using namespace gdp::cuda;
 using namespace gdp::cuda::test;
@@ -17,9 +17,10 @@ struct AttentionRef {
 };
 
 // q (BH,Tq,D), k/v (BH,Tk,D), bias (BH,Tq,Tk) or empty, dout (BH,Tq,D).
-AttentionRef attention_ref(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
-                           const std::vector<float>& bias, const std::vector<float>& dout, int BH, int Tq, int Tk,
-                           int D, bool causal) {
+AttentionRef attention_ref(const std::vector<float>& q, const std::vector<float>& k,
+                           const std::vector<float>& v, const std::vector<float>& bias,
+                           const std::vector<float>& dout, int BH, int Tq, int Tk, int D,
+                           bool causal) {
   AttentionRef r;
   r.att.assign(std::size_t(BH) * Tq * Tk, 0.0);
   r.out.assign(std::size_t(BH) * Tq * D, 0.0);
@@ -49,7 +50,8 @@ AttentionRef attention_ref(const std::vector<float>& q, const std::vector<float>
       double* p = &r.att[arow];
       for (int j = 0; j < visible; ++j) p[j] = std::exp(s[j] - m) / z;
       for (int j = 0; j < Tk; ++j)
-        for (int d = 0; d < D; ++d) r.out[(std::size_t(h) * Tq + i) * D + d] += p[j] * vh[j * D + d];
+        for (int d = 0; d < D; ++d)
+          r.out[(std::size_t(h) * Tq + i) * D + d] += p[j] * vh[j * D + d];
       // backward of row i
       std::vector<double> datt(Tk, 0.0);
       double dot = 0;
@@ -82,38 +84,47 @@ std::vector<float> plus(const std::vector<float>& a, const std::vector<double>& 
 TEST_CASE("cuda/attention forward and backward vs cpu", "[cuda]") {
   std::mt19937 rng(70);
   // (BH, Tq, Tm memory keys, D)
-  std::vector<std::tuple<int, int, int, int>> shapes = {
-      {1, 1, 0, 1}, {2, 7, 0, 5}, {3, 33, 33, 16}, {1, 127, 1, 33}, {2, 64, 200, 32}, {4, 256, 256, 32}};
+  std::vector<std::tuple<int, int, int, int>> shapes = {{1, 1, 0, 1},     {2, 7, 0, 5},
+                                                        {3, 33, 33, 16},  {1, 127, 1, 33},
+                                                        {2, 64, 200, 32}, {4, 256, 256, 32}};
   for (auto [BH, Tq, Tm, D] : shapes) {
     int Tk = Tm + Tq;
     for (int variant = 0; variant < 4; ++variant) {
       bool causal = variant & 1, with_bias = variant & 2;
-      std::size_t nq = std::size_t(BH) * Tq * D, nk = std::size_t(BH) * Tk * D, na = std::size_t(BH) * Tq * Tk;
-      auto q = random_vec(nq, rng), k = random_vec(nk, rng), v = random_vec(nk, rng), dout = random_vec(nq, rng);
+      std::size_t nq = std::size_t(BH) * Tq * D, nk = std::size_t(BH) * Tk * D,
+                  na = std::size_t(BH) * Tq * Tk;
+      auto q = random_vec(nq, rng), k = random_vec(nk, rng), v = random_vec(nk, rng),
+           dout = random_vec(nq, rng);
       std::vector<float> bias = with_bias ? random_vec(na, rng, -2.0f, 2.0f) : std::vector<float>{};
-      auto dq0 = random_vec(nq, rng), dk0 = random_vec(nk, rng), dv0 = random_vec(nk, rng), db0 = random_vec(na, rng);
+      auto dq0 = random_vec(nq, rng), dk0 = random_vec(nk, rng), dv0 = random_vec(nk, rng),
+           db0 = random_vec(na, rng);
       auto ref = attention_ref(q, k, v, bias, dout, BH, Tq, Tk, D, causal);
 
       auto d_q = to_device(q), d_k = to_device(k), d_v = to_device(v), d_g = to_device(dout);
       auto d_bias = to_device(bias);
-      auto d_dq = to_device(dq0), d_dk = to_device(dk0), d_dv = to_device(dv0), d_db = to_device(db0);
+      auto d_dq = to_device(dq0), d_dk = to_device(dk0), d_dv = to_device(dv0),
+           d_db = to_device(db0);
       DeviceBuffer d_out(nq), d_att(na), d_scratch(na);
       attention_forward(d_out.data(), d_att.data(), d_q.data(), d_k.data(), d_v.data(),
                         with_bias ? d_bias.data() : nullptr, BH, Tq, Tk, D, causal);
       // backward from the reference probabilities: only the backward is under test
       auto d_att_ref = to_device(std::vector<float>(ref.att.begin(), ref.att.end()));
       attention_backward(d_dq.data(), d_dk.data(), d_dv.data(), with_bias ? d_db.data() : nullptr,
-                         d_scratch.data(), d_g.data(), d_q.data(), d_k.data(), d_v.data(), d_att_ref.data(), BH, Tq,
-                         Tk, D);
+                         d_scratch.data(), d_g.data(), d_q.data(), d_k.data(), d_v.data(),
+                         d_att_ref.data(), BH, Tq, Tk, D);
 
-      std::string what = "BH=" + std::to_string(BH) + " Tq=" + std::to_string(Tq) + " Tk=" + std::to_string(Tk) +
-                         " D=" + std::to_string(D) + (causal ? " causal" : "") + (with_bias ? " bias" : "");
-      check_close(to_host(d_att), std::vector<float>(ref.att.begin(), ref.att.end()), 1e-5f, 1e-4f, "att " + what);
-      check_close(to_host(d_out), std::vector<float>(ref.out.begin(), ref.out.end()), 1e-5f, 1e-4f, "out " + what);
+      std::string what = "BH=" + std::to_string(BH) + " Tq=" + std::to_string(Tq) +
+                         " Tk=" + std::to_string(Tk) + " D=" + std::to_string(D) +
+                         (causal ? " causal" : "") + (with_bias ? " bias" : "");
+      check_close(to_host(d_att), std::vector<float>(ref.att.begin(), ref.att.end()), 1e-5f, 1e-4f,
+                  "att " + what);
+      check_close(to_host(d_out), std::vector<float>(ref.out.begin(), ref.out.end()), 1e-5f, 1e-4f,
+                  "out " + what);
       check_close(to_host(d_dq), plus(dq0, ref.dq), 1e-4f, 1e-4f, "dq " + what);
       check_close(to_host(d_dk), plus(dk0, ref.dk), 1e-4f, 1e-4f, "dk " + what);
       check_close(to_host(d_dv), plus(dv0, ref.dv), 1e-4f, 1e-4f, "dv " + what);
-      if (with_bias) check_close(to_host(d_db), plus(db0, ref.dbias), 1e-5f, 1e-4f, "dbias " + what);
+      if (with_bias)
+        check_close(to_host(d_db), plus(db0, ref.dbias), 1e-5f, 1e-4f, "dbias " + what);
     }
   }
 }
@@ -127,7 +138,8 @@ TEST_CASE("cuda/attention causal mask hides later keys", "[cuda]") {
   auto run = [&](const std::vector<float>& kk, const std::vector<float>& vv) {
     auto d_q = to_device(q), d_k = to_device(kk), d_v = to_device(vv);
     DeviceBuffer d_out(q.size()), d_att(std::size_t(BH) * Tq * Tk);
-    attention_forward(d_out.data(), d_att.data(), d_q.data(), d_k.data(), d_v.data(), nullptr, BH, Tq, Tk, D, true);
+    attention_forward(d_out.data(), d_att.data(), d_q.data(), d_k.data(), d_v.data(), nullptr, BH,
+                      Tq, Tk, D, true);
     return to_host(d_out);
   };
   auto base = run(k, v);
@@ -147,6 +159,7 @@ TEST_CASE("cuda/attention causal mask hides later keys", "[cuda]") {
         else
           CHECK(changed[o] != base[o]);
       }
-  CHECK_THROWS_AS(attention_forward(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, 5, 4, 8, true),
-                  std::invalid_argument);
+  CHECK_THROWS_AS(
+      attention_forward(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, 5, 4, 8, true),
+      std::invalid_argument);
 }

@@ -1,8 +1,8 @@
 // Element-wise kernels against plain CPU loops: binary ops (full and row-broadcast b),
 // unary activations and scale, forward values and accumulated gradients.
-#include "cuda_test_util.h"
-
 #include <functional>
+
+#include "cuda_test_util.h"
 
 using namespace gdp::cuda;
 using namespace gdp::cuda::test;
@@ -34,9 +34,11 @@ std::vector<BinaryCase> binary_cases() {
        [](double a, double b) { return a - b; }, [](double g, double, double) { return g; },
        [](double g, double, double) { return -g; }},
       {"mul", mul_forward, mul_backward, [](double a, double b) { return a * b; },
-       [](double g, double, double b) { return g * b; }, [](double g, double a, double) { return g * a; }},
+       [](double g, double, double b) { return g * b; },
+       [](double g, double a, double) { return g * a; }},
       {"div", div_forward, div_backward, [](double a, double b) { return a / b; },
-       [](double g, double, double b) { return g / b; }, [](double g, double a, double b) { return -g * a / (b * b); }},
+       [](double g, double, double b) { return g / b; },
+       [](double g, double a, double b) { return -g * a / (b * b); }},
   };
 }
 
@@ -54,7 +56,8 @@ TEST_CASE("cuda/binary ops with row broadcast vs cpu", "[cuda]") {
         std::size_t n = static_cast<std::size_t>(N) * C, nb = row ? C : n;
         auto a = random_vec(n, rng), b = random_vec(nb, rng, 0.5f, 2.0f), g = random_vec(n, rng);
         auto da0 = random_vec(n, rng), db0 = random_vec(nb, rng);
-        auto d_a = to_device(a), d_b = to_device(b), d_g = to_device(g), d_da = to_device(da0), d_db = to_device(db0);
+        auto d_a = to_device(a), d_b = to_device(b), d_g = to_device(g), d_da = to_device(da0),
+             d_db = to_device(db0);
         DeviceBuffer d_out(n);
         op.fwd(d_out.data(), d_a.data(), d_b.data(), N, C, row);
         op.bwd(d_da.data(), d_db.data(), d_g.data(), d_a.data(), d_b.data(), N, C, row);
@@ -67,11 +70,12 @@ TEST_CASE("cuda/binary ops with row broadcast vs cpu", "[cuda]") {
           da[i] = static_cast<float>(da[i] + op.ga(g[i], a[i], b[bi]));
           db[bi] += op.gb(g[i], a[i], b[bi]);
         }
-        std::string what = std::string(op.name) + (row ? " row-bias" : "") + " N=" + std::to_string(N) +
-                           " C=" + std::to_string(C);
+        std::string what = std::string(op.name) + (row ? " row-bias" : "") +
+                           " N=" + std::to_string(N) + " C=" + std::to_string(C);
         check_close(to_host(d_out), out, 1e-6f, 1e-6f, what + " out");
         check_close(to_host(d_da), da, 1e-5f, 1e-5f, what + " da");
-        check_close(to_host(d_db), std::vector<float>(db.begin(), db.end()), 1e-4f, 1e-4f, what + " db");
+        check_close(to_host(d_db), std::vector<float>(db.begin(), db.end()), 1e-4f, 1e-4f,
+                    what + " db");
       }
     }
   }
@@ -81,7 +85,8 @@ TEST_CASE("cuda/binary backward skips null gradients", "[cuda]") {
   std::mt19937 rng(3);
   int N = 33, C = 7;
   std::size_t n = static_cast<std::size_t>(N) * C;
-  auto a = random_vec(n, rng), b = random_vec(C, rng, 0.5f, 2.0f), g = random_vec(n, rng), db0 = random_vec(C, rng);
+  auto a = random_vec(n, rng), b = random_vec(C, rng, 0.5f, 2.0f), g = random_vec(n, rng),
+       db0 = random_vec(C, rng);
   auto d_a = to_device(a), d_b = to_device(b), d_g = to_device(g), d_db = to_device(db0);
   mul_backward(nullptr, d_db.data(), d_g.data(), d_a.data(), d_b.data(), N, C, true);
   std::vector<double> db(db0.begin(), db0.end());
@@ -123,15 +128,15 @@ TEST_CASE("cuda/unary ops vs cpu", "[cuda]") {
        [](double x) { return 1.0 - std::tanh(x) * std::tanh(x); }, -5.0f, 5.0f, true},
       {"sigmoid", sigmoid_forward, sigmoid_backward, sigmoid_ref,
        [](double x) { return sigmoid_ref(x) * (1.0 - sigmoid_ref(x)); }, -8.0f, 8.0f, true},
-      {"exp", exp_forward, exp_backward, [](double x) { return std::exp(x); }, [](double x) { return std::exp(x); },
-       -5.0f, 5.0f, true},
-      {"log", log_forward, log_backward, [](double x) { return std::log(x); }, [](double x) { return 1.0 / x; },
-       0.05f, 10.0f, false},
+      {"exp", exp_forward, exp_backward, [](double x) { return std::exp(x); },
+       [](double x) { return std::exp(x); }, -5.0f, 5.0f, true},
+      {"log", log_forward, log_backward, [](double x) { return std::log(x); },
+       [](double x) { return 1.0 / x; }, 0.05f, 10.0f, false},
   };
   std::mt19937 rng(4);
   for (const auto& op : cases) {
-    for (std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{33}, std::size_t{127}, std::size_t{1000},
-                          std::size_t{4097}, std::size_t{1} << 21}) {
+    for (std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{33}, std::size_t{127},
+                          std::size_t{1000}, std::size_t{4097}, std::size_t{1} << 21}) {
       auto x = random_vec(n, rng, op.lo, op.hi), g = random_vec(n, rng), dx0 = random_vec(n, rng);
       auto d_x = to_device(x), d_g = to_device(g), d_dx = to_device(dx0);
       DeviceBuffer d_out(n);

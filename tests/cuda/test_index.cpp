@@ -28,10 +28,12 @@ TEST_CASE("cuda/gather and scatter-add rows vs cpu", "[cuda]") {
             g[std::size_t(m) * C + c] = x[std::size_t(idx[m]) * C + c];
             out[std::size_t(idx[m]) * C + c] += 2.0 * src[std::size_t(m) * C + c];
           }
-        std::string what = "V=" + std::to_string(V) + " M=" + std::to_string(M) + " C=" + std::to_string(C);
+        std::string what =
+            "V=" + std::to_string(V) + " M=" + std::to_string(M) + " C=" + std::to_string(C);
         check_close(to_host(d_g), g, 0.0f, 0.0f, "gather " + what);
         check_close(to_host(d_e), g, 0.0f, 0.0f, "embedding " + what);
-        check_close(to_host(d_out), std::vector<float>(out.begin(), out.end()), 1e-3f, 1e-4f, "scatter " + what);
+        check_close(to_host(d_out), std::vector<float>(out.begin(), out.end()), 1e-3f, 1e-4f,
+                    "scatter " + what);
       }
     }
   }

@@ -15,16 +15,20 @@ TEST_CASE("cuda/layernorm forward and backward vs cpu", "[cuda]") {
   for (auto [N, C] : shapes) {
     std::size_t n = std::size_t(N) * C;
     auto x = random_vec(n, rng, -2.0f, 3.0f), w = random_vec(C, rng), b = random_vec(C, rng);
-    for (int j = 0; j < C; ++j) x[j] += 500.0f;  // row 0 has a large offset: needs a 2-pass variance
-    auto g = random_vec(n, rng), dx0 = random_vec(n, rng), dw0 = random_vec(C, rng), db0 = random_vec(C, rng);
+    for (int j = 0; j < C; ++j)
+      x[j] += 500.0f;  // row 0 has a large offset: needs a 2-pass variance
+    auto g = random_vec(n, rng), dx0 = random_vec(n, rng), dw0 = random_vec(C, rng),
+         db0 = random_vec(C, rng);
     auto d_x = to_device(x), d_w = to_device(w), d_b = to_device(b), d_g = to_device(g);
-    auto d_dx = to_device(dx0), d_dw = to_device(dw0), d_db = to_device(db0), d_dx2 = to_device(dx0);
+    auto d_dx = to_device(dx0), d_dw = to_device(dw0), d_db = to_device(db0),
+         d_dx2 = to_device(dx0);
     DeviceBuffer d_y(n), d_mean(N), d_rstd(N);
-    layernorm_forward(d_y.data(), d_mean.data(), d_rstd.data(), d_x.data(), d_w.data(), d_b.data(), N, C, eps);
-    layernorm_backward(d_dx.data(), d_dw.data(), d_db.data(), d_g.data(), d_x.data(), d_w.data(), d_mean.data(),
-                       d_rstd.data(), N, C);
-    layernorm_backward(d_dx2.data(), nullptr, nullptr, d_g.data(), d_x.data(), d_w.data(), d_mean.data(),
-                       d_rstd.data(), N, C);
+    layernorm_forward(d_y.data(), d_mean.data(), d_rstd.data(), d_x.data(), d_w.data(), d_b.data(),
+                      N, C, eps);
+    layernorm_backward(d_dx.data(), d_dw.data(), d_db.data(), d_g.data(), d_x.data(), d_w.data(),
+                       d_mean.data(), d_rstd.data(), N, C);
+    layernorm_backward(d_dx2.data(), nullptr, nullptr, d_g.data(), d_x.data(), d_w.data(),
+                       d_mean.data(), d_rstd.data(), N, C);
 
     std::vector<float> y(n), mean(N), rstd(N), dx(n);
     std::vector<double> dw(dw0.begin(), dw0.end()), db(db0.begin(), db0.end());
@@ -61,7 +65,9 @@ TEST_CASE("cuda/layernorm forward and backward vs cpu", "[cuda]") {
     check_close(to_host(d_rstd), rstd, 1e-4f, 1e-3f, "layernorm rstd " + what);
     check_close(to_host(d_dx), dx, 1e-3f, 1e-3f, "layernorm dx " + what);
     check_close(to_host(d_dx2), dx, 1e-3f, 1e-3f, "layernorm dx (no dw/db) " + what);
-    check_close(to_host(d_dw), std::vector<float>(dw.begin(), dw.end()), 2e-3f, 1e-4f, "layernorm dw " + what);
-    check_close(to_host(d_db), std::vector<float>(db.begin(), db.end()), 2e-3f, 1e-4f, "layernorm db " + what);
+    check_close(to_host(d_dw), std::vector<float>(dw.begin(), dw.end()), 2e-3f, 1e-4f,
+                "layernorm dw " + what);
+    check_close(to_host(d_db), std::vector<float>(db.begin(), db.end()), 2e-3f, 1e-4f,
+                "layernorm db " + what);
   }
 }

@@ -1,12 +1,12 @@
 // Layout kernels against plain CPU loops: strided 2-D copies, axis swaps (the batched
 // transpose included), broadcast forward and its accumulated backward, and the
 // Transformer-XL relative shift with causal-like and full-mask bases.
-#include "cuda_test_util.h"
-
 #include <array>
 #include <initializer_list>
 #include <string>
 #include <vector>
+
+#include "cuda_test_util.h"
 
 using namespace gdp::cuda;
 using namespace gdp::cuda::test;
@@ -41,9 +41,9 @@ TEST_CASE("cuda/copy_2d vs cpu", "[cuda]") {
               float& d = dst[std::size_t(r) * ld_dst + c];
               d = acc ? d + v : v;
             }
-          std::string what = "copy_2d rows=" + std::to_string(rows) + " cols=" + std::to_string(cols) +
-                             " ld_src=" + std::to_string(ld_src) + " ld_dst=" + std::to_string(ld_dst) +
-                             (acc ? " +=" : "");
+          std::string what = "copy_2d rows=" + std::to_string(rows) +
+                             " cols=" + std::to_string(cols) + " ld_src=" + std::to_string(ld_src) +
+                             " ld_dst=" + std::to_string(ld_dst) + (acc ? " +=" : "");
           check_close(to_host(d_dst), dst, 0.0f, 0.0f, what);
         }
       }
@@ -64,9 +64,10 @@ TEST_CASE("cuda/swap_axes vs cpu", "[cuda]") {
   std::mt19937 rng(82);
   // (A, n0, B, n1, C): transposes (B = C = 1), head splits (A = B = 1), general swaps
   std::vector<std::array<int, 5>> shapes = {
-      {1, 1, 1, 1, 1},     {1, 7, 1, 33, 1},  {1, 33, 1, 127, 1}, {3, 1000, 1, 7, 1}, {2, 127, 1, 1000, 1},
-      {5, 1, 1, 33, 1},    {1, 33, 1, 1, 1},  {1, 127, 1, 8, 16}, {1, 33, 1, 7, 33},  {2, 3, 5, 7, 4},
-      {3, 7, 33, 1, 1},    {7, 33, 1, 7, 1},  {1, 1000, 1, 4, 1}, {2, 7, 3, 33, 1},   {1, 5, 127, 3, 7},
+      {1, 1, 1, 1, 1},      {1, 7, 1, 33, 1}, {1, 33, 1, 127, 1}, {3, 1000, 1, 7, 1},
+      {2, 127, 1, 1000, 1}, {5, 1, 1, 33, 1}, {1, 33, 1, 1, 1},   {1, 127, 1, 8, 16},
+      {1, 33, 1, 7, 33},    {2, 3, 5, 7, 4},  {3, 7, 33, 1, 1},   {7, 33, 1, 7, 1},
+      {1, 1000, 1, 4, 1},   {2, 7, 3, 33, 1}, {1, 5, 127, 3, 7},
   };
   for (const auto& s : shapes) {
     const int A = s[0], n0 = s[1], B = s[2], n1 = s[3], C = s[4];
@@ -172,7 +173,8 @@ TEST_CASE("cuda/expand forward and backward vs cpu", "[cuda]") {
     }
     check_close(to_host(d_out), out, 0.0f, 0.0f, "expand " + c.name + " out");
     // up to 1000 float atomics per target, in any order
-    check_close(to_host(d_dx), std::vector<float>(dx.begin(), dx.end()), 1e-4f, 1e-4f, "expand " + c.name + " dx");
+    check_close(to_host(d_dx), std::vector<float>(dx.begin(), dx.end()), 1e-4f, 1e-4f,
+                "expand " + c.name + " dx");
   }
 }
 
@@ -197,8 +199,8 @@ TEST_CASE("cuda/rel_shift forward and backward vs cpu", "[cuda]") {
     for (int S : {1, 7, 33}) {
       for (int M : {0, 5, 127, 1000}) {
         for (bool full : {false, true}) {
-          // causal-like: keys M + S, positions P = M + S, base = M (p = M + i - j >= 0 for j <= M + i);
-          // full mask: P = M + 2S - 1 relative positions, base = M + S - 1 (every key in range)
+          // causal-like: keys M + S, positions P = M + S, base = M (p = M + i - j >= 0 for j <= M +
+          // i); full mask: P = M + 2S - 1 relative positions, base = M + S - 1 (every key in range)
           const int K = M + S, P = full ? M + 2 * S - 1 : M + S, base = full ? M + S - 1 : M;
           std::size_t nout = std::size_t(BH) * S * K, nbd = std::size_t(BH) * S * P;
           auto bd = random_vec(nbd, rng), g = random_vec(nout, rng), dbd0 = random_vec(nbd, rng);
@@ -230,8 +232,9 @@ TEST_CASE("cuda/rel_shift forward and backward vs cpu", "[cuda]") {
           for (std::size_t o : outside) nonzero += got[o] != 0.0f;
           INFO("rel_shift " << what << ": " << outside.size() << " keys outside [0, P)");
           CHECK(nonzero == 0);
-          if (full) CHECK(outside.empty());                                        // every key has a position
-          if (!full && S > 1) CHECK(outside.size() == std::size_t(BH) * S * (S - 1) / 2);  // the future keys
+          if (full) CHECK(outside.empty());  // every key has a position
+          if (!full && S > 1)
+            CHECK(outside.size() == std::size_t(BH) * S * (S - 1) / 2);  // the future keys
           check_close(to_host(d_dbd), dbd, 1e-6f, 1e-6f, "rel_shift " + what + " dbd");
         }
       }
@@ -256,11 +259,13 @@ TEST_CASE("cuda/rel_shift with an offset base leaves the out-of-range keys 0", "
         for (int j = 0; j < K; ++j) {
           long long p = static_cast<long long>(base) + i - j;
           if (p < 0 || p >= P) continue;
-          std::size_t o = (std::size_t(b) * S + i) * K + j, at = (std::size_t(b) * S + i) * P + std::size_t(p);
+          std::size_t o = (std::size_t(b) * S + i) * K + j,
+                      at = (std::size_t(b) * S + i) * P + std::size_t(p);
           out[o] = -2.0f * bd[at];
           dbd[at] += -2.0f * g[o];
         }
     check_close(to_host(d_out), out, 0.0f, 0.0f, "rel_shift base=" + std::to_string(base) + " out");
-    check_close(to_host(d_dbd), dbd, 1e-6f, 1e-6f, "rel_shift base=" + std::to_string(base) + " dbd");
+    check_close(to_host(d_dbd), dbd, 1e-6f, 1e-6f,
+                "rel_shift base=" + std::to_string(base) + " dbd");
   }
 }

@@ -1,12 +1,12 @@
 // Parametrised maps (affine, square, sqrt, clamp), element-wise min/max (full and
 // row-broadcast b, ties, skipped gradients) and take-along-last against plain CPU loops;
 // every backward starts from non-zero gradients, so accumulation is checked too.
-#include "cuda_test_util.h"
-
 #include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "cuda_test_util.h"
 
 using namespace gdp::cuda;
 using namespace gdp::cuda::test;
@@ -22,20 +22,28 @@ struct MapCase {
 
 double map_ref(MapOp op, double x, double p0, double p1) {
   switch (op) {
-    case MapOp::affine: return p0 * x + p1;
-    case MapOp::square: return x * x;
-    case MapOp::sqrt: return std::sqrt(x);
-    case MapOp::clamp: return std::min(std::max(x, p0), p1);
+    case MapOp::affine:
+      return p0 * x + p1;
+    case MapOp::square:
+      return x * x;
+    case MapOp::sqrt:
+      return std::sqrt(x);
+    case MapOp::clamp:
+      return std::min(std::max(x, p0), p1);
   }
   return 0.0;
 }
 
 double map_grad_ref(MapOp op, double x, double p0, double p1) {
   switch (op) {
-    case MapOp::affine: return p0;
-    case MapOp::square: return 2.0 * x;
-    case MapOp::sqrt: return 0.5 / std::sqrt(x);
-    case MapOp::clamp: return (x >= p0 && x <= p1) ? 1.0 : 0.0;
+    case MapOp::affine:
+      return p0;
+    case MapOp::square:
+      return 2.0 * x;
+    case MapOp::sqrt:
+      return 0.5 / std::sqrt(x);
+    case MapOp::clamp:
+      return (x >= p0 && x <= p1) ? 1.0 : 0.0;
   }
   return 0.0;
 }
@@ -101,7 +109,8 @@ TEST_CASE("cuda/minmax with row broadcast and ties vs cpu", "[cuda]") {
              d_db = to_device(db0);
         auto d_out = to_device(random_vec(n, rng));  // overwritten
         minmax_forward(d_out.data(), d_a.data(), d_b.data(), N, C, row, is_max);
-        minmax_backward(d_da.data(), d_db.data(), d_g.data(), d_a.data(), d_b.data(), N, C, row, is_max);
+        minmax_backward(d_da.data(), d_db.data(), d_g.data(), d_a.data(), d_b.data(), N, C, row,
+                        is_max);
 
         std::vector<float> out(n), da(da0);
         std::vector<double> db(db0.begin(), db0.end());
@@ -114,11 +123,12 @@ TEST_CASE("cuda/minmax with row broadcast and ties vs cpu", "[cuda]") {
           else
             db[bi] += g[i];
         }
-        std::string what = std::string(is_max ? "max" : "min") + (row ? " row" : "") + " N=" + std::to_string(N) +
-                           " C=" + std::to_string(C);
+        std::string what = std::string(is_max ? "max" : "min") + (row ? " row" : "") +
+                           " N=" + std::to_string(N) + " C=" + std::to_string(C);
         check_close(to_host(d_out), out, 0.0f, 0.0f, what + " out");
         check_close(to_host(d_da), da, 0.0f, 0.0f, what + " da");
-        check_close(to_host(d_db), std::vector<float>(db.begin(), db.end()), 1e-4f, 1e-4f, what + " db");
+        check_close(to_host(d_db), std::vector<float>(db.begin(), db.end()), 1e-4f, 1e-4f,
+                    what + " db");
       }
     }
   }
@@ -133,7 +143,8 @@ TEST_CASE("cuda/minmax backward skips null gradients", "[cuda]") {
       std::size_t nb = row ? C : n;
       auto a = random_vec(n, rng), b = random_vec(nb, rng), g = random_vec(n, rng);
       auto da0 = random_vec(n, rng), db0 = random_vec(nb, rng);
-      auto d_a = to_device(a), d_b = to_device(b), d_g = to_device(g), d_da = to_device(da0), d_db = to_device(db0);
+      auto d_a = to_device(a), d_b = to_device(b), d_g = to_device(g), d_da = to_device(da0),
+           d_db = to_device(db0);
       minmax_backward(nullptr, d_db.data(), d_g.data(), d_a.data(), d_b.data(), N, C, row, is_max);
       minmax_backward(d_da.data(), nullptr, d_g.data(), d_a.data(), d_b.data(), N, C, row, is_max);
       minmax_backward(nullptr, nullptr, d_g.data(), d_a.data(), d_b.data(), N, C, row, is_max);
@@ -149,7 +160,8 @@ TEST_CASE("cuda/minmax backward skips null gradients", "[cuda]") {
       }
       std::string what = std::string(is_max ? "max" : "min") + (row ? " row" : "");
       check_close(to_host(d_da), da, 0.0f, 0.0f, what + " da only");
-      check_close(to_host(d_db), std::vector<float>(db.begin(), db.end()), 1e-5f, 1e-5f, what + " db only");
+      check_close(to_host(d_db), std::vector<float>(db.begin(), db.end()), 1e-5f, 1e-5f,
+                  what + " db only");
     }
   }
 }
@@ -177,7 +189,8 @@ TEST_CASE("cuda/take along last vs cpu", "[cuda]") {
       }
       std::string what = "N=" + std::to_string(N) + " C=" + std::to_string(C);
       check_close(to_host(d_out), out, 0.0f, 0.0f, "take " + what);
-      check_close(to_host(d_dx), std::vector<float>(dx.begin(), dx.end()), 1e-6f, 1e-6f, "take backward " + what);
+      check_close(to_host(d_dx), std::vector<float>(dx.begin(), dx.end()), 1e-6f, 1e-6f,
+                  "take backward " + what);
     }
   }
 }

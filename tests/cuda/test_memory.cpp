@@ -1,8 +1,8 @@
 // Device query and DeviceArray: round trips, zeroing and moves, the base every other
 // CUDA test stands on.
-#include "cuda_test_util.h"
-
 #include <stdexcept>
+
+#include "cuda_test_util.h"
 
 using namespace gdp::cuda;
 using namespace gdp::cuda::test;

@@ -3,14 +3,13 @@
 // one seed, one copy moved to cuda with ParameterBuffer::to_device, must give the cpu copy's loss,
 // parameter gradients, clipped norm and Adam updates; a checkpoint written from the device reloads
 // into the cpu model bit for bit.
-#include "cuda_test_util.h"
-
 #include <cstdio>
 #include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "cuda_test_util.h"
 #include "nn/checkpoint.h"
 #include "nn/graph_ops.h"
 #include "nn/ops.h"
@@ -52,7 +51,8 @@ struct Policy {
     const nn::Var o = xl.forward(h, film.forward(h));
     const nn::Var logits = nn::linear(o, head_w, head_b);
     const nn::Var pg = nn::mul(nn::categorical_log_prob(logits, actions), adv);
-    return nn::sub(nn::neg(nn::mean(pg)), nn::scale(nn::mean(nn::categorical_entropy(logits)), 0.01f));
+    return nn::sub(nn::neg(nn::mean(pg)),
+                   nn::scale(nn::mean(nn::categorical_entropy(logits)), 0.01f));
   }
 };
 
@@ -70,9 +70,10 @@ TEST_CASE("nn/cuda policy network trains like the cpu one", "[cuda][nn]") {
   }
   for (auto& a : actions) a = act(rng);
   const auto adj = nn::make_adjacency(kNodes, src, dst);
-  const nn::Tensor features =
-      nn::Tensor::from_vector({kNodes, kFeatures}, gdp::cuda::test::random_vec(kNodes * kFeatures, rng));
-  const nn::Tensor advantage = nn::Tensor::from_vector({kNodes}, gdp::cuda::test::random_vec(kNodes, rng));
+  const nn::Tensor features = nn::Tensor::from_vector(
+      {kNodes, kFeatures}, gdp::cuda::test::random_vec(kNodes * kFeatures, rng));
+  const nn::Tensor advantage =
+      nn::Tensor::from_vector({kNodes}, gdp::cuda::test::random_vec(kNodes, rng));
 
   Policy cpu(7), gpu(7);
   REQUIRE(values_of(cpu.params) == values_of(gpu.params));
@@ -98,8 +99,10 @@ TEST_CASE("nn/cuda policy network trains like the cpu one", "[cuda][nn]") {
     nn::Tape::current().backward(lg);
     const std::string at = " at step " + std::to_string(step);
     check_close(lg.value().to_vector(), lc.value().to_vector(), 1e-5f, 1e-4f, "loss" + at);
-    check_close(gpu.params.grads().to_vector(), cpu.params.grads().to_vector(), 1e-5f, 2e-3f, "gradients" + at);
-    const double nc = nn::clip_grad_norm(cpu.params, 0.05), ng = nn::clip_grad_norm(gpu.params, 0.05);
+    check_close(gpu.params.grads().to_vector(), cpu.params.grads().to_vector(), 1e-5f, 2e-3f,
+                "gradients" + at);
+    const double nc = nn::clip_grad_norm(cpu.params, 0.05),
+                 ng = nn::clip_grad_norm(gpu.params, 0.05);
     CHECK(ng == Approx(nc).epsilon(1e-4));
     opt_cpu.step();
     opt_gpu.step();
@@ -108,7 +111,8 @@ TEST_CASE("nn/cuda policy network trains like the cpu one", "[cuda][nn]") {
   check_close(opt_gpu.m(), opt_cpu.m(), 1e-6f, 2e-3f, "adam m");
 
   // Checkpoint from the device, reload into a fresh cpu model: bit-identical values and moments.
-  const std::string path = (std::filesystem::temp_directory_path() / "gdp_cuda_policy.ckpt").string();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "gdp_cuda_policy.ckpt").string();
   nn::save_checkpoint(path, gpu.params, &opt_gpu, 3);
   Policy back(99);
   nn::Adam opt_back(back.params, config);

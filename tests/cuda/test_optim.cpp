@@ -12,14 +12,17 @@ TEST_CASE("cuda/adam_update kernel vs cpu", "[cuda]") {
   const float lr = 1e-2f, b1 = 0.9f, b2 = 0.999f, eps = 1e-8f, wd = 0.05f;
   for (std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{257}, std::size_t{300001}}) {
     for (bool decoupled : {false, true}) {
-      auto p = random_vec(n, rng), m = random_vec(n, rng, 0.0f, 0.1f), v = random_vec(n, rng, 0.0f, 0.1f);
+      auto p = random_vec(n, rng), m = random_vec(n, rng, 0.0f, 0.1f),
+           v = random_vec(n, rng, 0.0f, 0.1f);
       auto d_p = to_device(p), d_m = to_device(m), d_v = to_device(v);
       std::vector<double> pr(p.begin(), p.end()), mr(m.begin(), m.end()), vr(v.begin(), v.end());
       for (long long t = 1; t <= 3; ++t) {
         auto g = random_vec(n, rng);
         auto d_g = to_device(g);
-        adam_update(d_p.data(), d_m.data(), d_v.data(), d_g.data(), n, lr, b1, b2, eps, wd, decoupled, t);
-        const double bc1 = 1.0 - std::pow(double(b1), double(t)), bc2 = 1.0 - std::pow(double(b2), double(t));
+        adam_update(d_p.data(), d_m.data(), d_v.data(), d_g.data(), n, lr, b1, b2, eps, wd,
+                    decoupled, t);
+        const double bc1 = 1.0 - std::pow(double(b1), double(t)),
+                     bc2 = 1.0 - std::pow(double(b2), double(t));
         for (std::size_t i = 0; i < n; ++i) {
           double gi = g[i] + (decoupled ? 0.0 : double(wd) * pr[i]);
           mr[i] = b1 * mr[i] + (1.0 - b1) * gi;
@@ -29,9 +32,12 @@ TEST_CASE("cuda/adam_update kernel vs cpu", "[cuda]") {
         }
       }
       std::string what = "n=" + std::to_string(n) + (decoupled ? " adamw" : " adam");
-      check_close(to_host(d_p), std::vector<float>(pr.begin(), pr.end()), 1e-5f, 1e-4f, "p " + what);
-      check_close(to_host(d_m), std::vector<float>(mr.begin(), mr.end()), 1e-6f, 1e-4f, "m " + what);
-      check_close(to_host(d_v), std::vector<float>(vr.begin(), vr.end()), 1e-7f, 1e-4f, "v " + what);
+      check_close(to_host(d_p), std::vector<float>(pr.begin(), pr.end()), 1e-5f, 1e-4f,
+                  "p " + what);
+      check_close(to_host(d_m), std::vector<float>(mr.begin(), mr.end()), 1e-6f, 1e-4f,
+                  "m " + what);
+      check_close(to_host(d_v), std::vector<float>(vr.begin(), vr.end()), 1e-7f, 1e-4f,
+                  "v " + what);
     }
   }
 }

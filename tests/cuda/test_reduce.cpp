@@ -11,7 +11,8 @@ TEST_CASE("cuda/row sum and mean vs cpu", "[cuda]") {
     for (int C : kColSweep) {
       std::size_t n = static_cast<std::size_t>(N) * C;
       auto x = random_vec(n, rng), g = random_vec(N, rng), dx0 = random_vec(n, rng);
-      auto d_x = to_device(x), d_g = to_device(g), d_dx_sum = to_device(dx0), d_dx_mean = to_device(dx0);
+      auto d_x = to_device(x), d_g = to_device(g), d_dx_sum = to_device(dx0),
+           d_dx_mean = to_device(dx0);
       DeviceBuffer d_sum(N), d_mean(N);
       sum_forward(d_sum.data(), d_x.data(), N, C);
       mean_forward(d_mean.data(), d_x.data(), N, C);
@@ -43,8 +44,9 @@ TEST_CASE("cuda/row max with argmax vs cpu", "[cuda]") {
   for (int N : kRowSweep) {
     for (int C : kColSweep) {
       std::size_t n = static_cast<std::size_t>(N) * C;
-      auto x = random_vec(n, rng, -100.0f, -1.0f);  // all negative: a 0-initialised max would be wrong
-      if (C > 3) x[C - 1] = x[1] = -0.5f;             // a tie in row 0: the first column wins
+      auto x =
+          random_vec(n, rng, -100.0f, -1.0f);  // all negative: a 0-initialised max would be wrong
+      if (C > 3) x[C - 1] = x[1] = -0.5f;      // a tie in row 0: the first column wins
       auto g = random_vec(N, rng), dx0 = random_vec(n, rng);
       auto d_x = to_device(x), d_g = to_device(g), d_dx = to_device(dx0);
       DeviceBuffer d_out(N);
@@ -71,8 +73,8 @@ TEST_CASE("cuda/row max with argmax vs cpu", "[cuda]") {
 
 TEST_CASE("cuda/full sum vs cpu", "[cuda]") {
   std::mt19937 rng(12);
-  for (std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{33}, std::size_t{127}, std::size_t{1000},
-                        std::size_t{4097}, std::size_t{3000001}}) {
+  for (std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{33}, std::size_t{127},
+                        std::size_t{1000}, std::size_t{4097}, std::size_t{3000001}}) {
     auto x = random_vec(n, rng), dx0 = random_vec(n, rng);
     std::vector<float> g = {0.75f};
     auto d_x = to_device(x), d_g = to_device(g), d_dx = to_device(dx0);

@@ -1,9 +1,9 @@
 // Segment mean / max over CSR neighbour lists against CPU loops: empty segments, long
 // segments, repeated neighbours, and the atomic backward scatters.
-#include "cuda_test_util.h"
-
 #include <algorithm>
 #include <tuple>
+
+#include "cuda_test_util.h"
 
 using namespace gdp::cuda;
 using namespace gdp::cuda::test;
@@ -39,7 +39,8 @@ TEST_CASE("cuda/segment mean and max vs cpu", "[cuda]") {
     Csr g = random_csr(R, X, 8, rng);
     auto x = random_vec(std::size_t(X) * C, rng), dout = random_vec(std::size_t(R) * C, rng);
     auto dx0 = random_vec(std::size_t(X) * C, rng);
-    auto d_x = to_device(x), d_dout = to_device(dout), d_dx_mean = to_device(dx0), d_dx_max = to_device(dx0);
+    auto d_x = to_device(x), d_dout = to_device(dout), d_dx_mean = to_device(dx0),
+         d_dx_max = to_device(dx0);
     auto d_rp = to_device(g.row_ptr), d_ci = to_device(g.col_idx);
     DeviceBuffer d_mean(std::size_t(R) * C), d_max(std::size_t(R) * C);
     DeviceIndexBuffer d_arg(std::size_t(R) * C);

@@ -1,8 +1,8 @@
 // Softmax and log-softmax over the last dim against a double-precision CPU loop: values,
 // stability on large logits, and accumulated gradients.
-#include "cuda_test_util.h"
-
 #include <algorithm>
+
+#include "cuda_test_util.h"
 
 using namespace gdp::cuda;
 using namespace gdp::cuda::test;
@@ -17,7 +17,8 @@ std::vector<double> softmax_ref(const std::vector<float>& x, int N, int C, bool 
     double m = *std::max_element(xr, xr + C), s = 0;
     for (int j = 0; j < C; ++j) s += std::exp(double(xr[j]) - m);
     for (int j = 0; j < C; ++j)
-      y[std::size_t(i) * C + j] = log ? double(xr[j]) - m - std::log(s) : std::exp(double(xr[j]) - m) / s;
+      y[std::size_t(i) * C + j] =
+          log ? double(xr[j]) - m - std::log(s) : std::exp(double(xr[j]) - m) / s;
   }
   return y;
 }
@@ -42,8 +43,8 @@ TEST_CASE("cuda/softmax and log-softmax vs cpu", "[cuda]") {
         } else {
           softmax_forward(d_y.data(), d_x.data(), N, C);
         }
-        std::string what = std::string(log ? "log_softmax" : "softmax") + " N=" + std::to_string(N) +
-                           " C=" + std::to_string(C);
+        std::string what = std::string(log ? "log_softmax" : "softmax") +
+                           " N=" + std::to_string(N) + " C=" + std::to_string(C);
         check_close(to_host(d_y), yf, log ? 1e-4f : 1e-6f, 1e-4f, what + " out");
 
         // backward from the reference output, so only the backward kernel is under test

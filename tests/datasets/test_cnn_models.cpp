@@ -1,7 +1,6 @@
 // Checks of the CNN generators against published figures (parameters, forward multiply-adds)
 // and of the training structure (backward ~2x forward, updates colocated with variables).
 #include <catch2/catch.hpp>
-
 #include <cstdio>
 
 #include "core/graph.h"
@@ -32,8 +31,8 @@ TEST_CASE("datasets/resnet50 matches published params and multiply-adds", "[data
   o.batch = 2;
   record_resnet50(b, o);
   ForwardFigures f = forward_figures(b, o.batch);
-  std::printf("resnet50: %lld params, %.3f GMACs/example\n",
-              static_cast<long long>(f.parameters), f.macs_per_example / 1e9);
+  std::printf("resnet50: %lld params, %.3f GMACs/example\n", static_cast<long long>(f.parameters),
+              f.macs_per_example / 1e9);
   CHECK(f.parameters == Approx(25.6e6).epsilon(0.10));
   CHECK(f.macs_per_example == Approx(4.1e9).epsilon(0.10));
 }
@@ -50,7 +49,8 @@ TEST_CASE("datasets/cnn layer shapes and formula flops", "[datasets]") {
   CHECK(inc.op(inc.find_op("InceptionV3/Mixed_6a/concat")).outputs[0].shape ==
         std::vector<int64_t>{32, 17, 17, 768});
   // Its gradient ops exist and read the forward input (activation kept for backward).
-  const int32_t bf = inc.find_op("gradients/InceptionV3/Conv2d_2a_3x3/Conv2D_grad/Conv2DBackpropFilter");
+  const int32_t bf =
+      inc.find_op("gradients/InceptionV3/Conv2d_2a_3x3/Conv2D_grad/Conv2DBackpropFilter");
   const int32_t relu = inc.find_op("InceptionV3/Conv2d_1a_3x3/Relu");
   REQUIRE(bf >= 0);
   REQUIRE(relu >= 0);

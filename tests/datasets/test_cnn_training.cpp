@@ -1,7 +1,6 @@
 // Training-graph structure of the CNN and WaveNet generators: op counts of the defaults,
 // backward ~2x forward, one colocated update per variable, strict round trip, determinism.
 #include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <string>
 
@@ -59,8 +58,8 @@ TEST_CASE("datasets/cnn defaults: op counts, backward about twice forward", "[da
   GenOptions batch64;
   batch64.batch = 64;
   const Case cases[] = {{"inception_v3", {}, 1819}, {"inception_v3", batch64, 1819},
-                        {"resnet50", {}, 999},       {"amoebanet", {}, 5736},
-                        {"wavenet", {}, 1131},       {"wavenet", four_stacks, 2231}};
+                        {"resnet50", {}, 999},      {"amoebanet", {}, 5736},
+                        {"wavenet", {}, 1131},      {"wavenet", four_stacks, 2231}};
   for (const Case& c : cases) {
     Graph g = generate(c.model, c.opt);
     REQUIRE(g.finalized());
@@ -89,7 +88,8 @@ TEST_CASE("datasets/amoebanet published figures (AmoebaNet-A N=6 F=190)", "[data
   CHECK(f.macs_per_example == Approx(23.1e9).epsilon(0.15));
 }
 
-TEST_CASE("datasets/cnn defaults: deterministic JSON, strict round trip, fit one V100", "[datasets]") {
+TEST_CASE("datasets/cnn defaults: deterministic JSON, strict round trip, fit one V100",
+          "[datasets]") {
   // The practitioner's placement of these CNNs and of a 2-stack WaveNet is one GPU: the
   // default graphs must fit a 16 GiB V100 with their activations and Adam state.
   const Cluster cluster = read_cluster("v100x1-nvlink");
@@ -175,7 +175,8 @@ TEST_CASE("datasets/amoebanet cells and options", "[datasets]") {
   o.batch = 2;
   o.image_size = 128;
   const Graph g = generate("amoebanet", o);
-  for (int i = 0; i < 6; ++i) CHECK(g.find_op("amoebanet/cell_" + std::to_string(i) + "/cell_output") >= 0);
+  for (int i = 0; i < 6; ++i)
+    CHECK(g.find_op("amoebanet/cell_" + std::to_string(i) + "/cell_output") >= 0);
   CHECK(g.find_op("amoebanet/cell_6/cell_output") < 0);
   for (const char* c : {"stem_cell_0", "stem_cell_1", "reduction_cell_0", "reduction_cell_1"})
     CHECK(g.find_op(std::string("amoebanet/") + c + "/cell_output") >= 0);

@@ -1,7 +1,6 @@
 // Random graph families: sizes within 10% of the target, deterministic bytes per seed, valid
 // training DAGs (strict round trip, colocated updates, a valid simulation).
 #include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <set>
 #include <string>
@@ -52,7 +51,8 @@ TEST_CASE("datasets/random 100000 ops once", "[datasets]") {
   CHECK(g.num_ops() <= 110000);
 }
 
-TEST_CASE("datasets/random determinism: same seed same bytes, other seed other graph", "[datasets]") {
+TEST_CASE("datasets/random determinism: same seed same bytes, other seed other graph",
+          "[datasets]") {
   for (const std::string& family : random_family_names()) {
     INFO(family);
     const std::string a = graph_to_json(make(family, 600, 11));

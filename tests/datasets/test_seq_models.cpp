@@ -66,8 +66,9 @@ TEST_CASE("datasets/gnmt default (8 layers) has over 50,000 ops", "[datasets]") 
   CHECK(s.ops_update == count_type(g, "VariableV2"));
   // Encoder: 9 LSTMs (bidirectional first layer), decoder: 8, over 70 steps.
   int64_t cells = 0;
-  for (const Op& o : g.ops()) cells += o.phase == Phase::forward && o.type == "Split" &&
-                                        o.name.find("/t") != std::string::npos;
+  for (const Op& o : g.ops())
+    cells +=
+        o.phase == Phase::forward && o.type == "Split" && o.name.find("/t") != std::string::npos;
   CHECK(cells == 17 * 70);
   // Attention once per decoder step.
   CHECK(count_type(g, "Softmax") == 70);
@@ -127,7 +128,8 @@ TEST_CASE("datasets/bert base has about 110M parameters", "[datasets]") {
   CHECK(g.op(src).type == "AddN");
 }
 
-TEST_CASE("datasets/seq generators are deterministic and round-trip the strict reader", "[datasets]") {
+TEST_CASE("datasets/seq generators are deterministic and round-trip the strict reader",
+          "[datasets]") {
   for (const char* m : {"rnnlm", "gnmt", "transformer_xl", "bert"}) {
     GenOptions o = layers(2);
     o.seq_len = 8;

@@ -1,7 +1,6 @@
 // The suite format: the shipped suites parse, the reader is strict (names the file, the JSON
 // path and what was expected), and load_suite materializes generator calls and files.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <fstream>
 
@@ -59,36 +58,56 @@ TEST_CASE("datasets/suite shipped suites parse strictly", "[datasets]") {
 TEST_CASE("datasets/suite reader rejects malformed suites", "[datasets]") {
   const std::string ok = R"({"name": "a", "model": "rnnlm", "cluster": "v100x2-nvlink"})";
   CHECK(parse_suite_json(wrap(ok), "t.json", "").entries.size() == 1);
-  expect_error(R"({"format": "gdp-suite", "version": 2, "name": "t", "entries": [)" + ok + "]}", "version");
-  expect_error(R"({"format": "gdp-graph", "version": 1, "name": "t", "entries": [)" + ok + "]}", "format");
-  expect_error(R"({"format": "gdp-suite", "version": 1, "name": "t", "entries": [], "extra": 1})", "extra");
+  expect_error(R"({"format": "gdp-suite", "version": 2, "name": "t", "entries": [)" + ok + "]}",
+               "version");
+  expect_error(R"({"format": "gdp-graph", "version": 1, "name": "t", "entries": [)" + ok + "]}",
+               "format");
+  expect_error(R"({"format": "gdp-suite", "version": 1, "name": "t", "entries": [], "extra": 1})",
+               "extra");
   expect_error(wrap(""), "entries");
-  expect_error(wrap(R"({"name": "a", "model": "rnnlm", "cluster": "v100x2-nvlink", "color": "red"})"),
-               "entries[0]");
+  expect_error(
+      wrap(R"({"name": "a", "model": "rnnlm", "cluster": "v100x2-nvlink", "color": "red"})"),
+      "entries[0]");
   expect_error(wrap(R"({"name": "a", "model": "rnnlm"})"), "cluster");
   expect_error(wrap(R"({"name": "a", "cluster": "v100x2-nvlink"})"), "exactly one of");
-  expect_error(wrap(R"({"name": "a", "model": "rnnlm", "graph": "g.json", "cluster": "v100x2-nvlink"})"),
-               "exactly one of");
-  expect_error(wrap(R"({"name": "a", "model": "lstm", "cluster": "v100x2-nvlink"})"), "unknown model");
-  expect_error(wrap(R"({"name": "a", "model": "rnnlm", "options": {"layer": 2}, "cluster": "v100x2-nvlink"})"),
-               "entries[0].options.layer");
-  expect_error(wrap(R"({"name": "a", "model": "rnnlm", "options": {"layers": -2}, "cluster": "v100x2-nvlink"})"),
-               "entries[0].options.layers");
-  expect_error(wrap(R"({"name": "a", "model": "rnnlm", "options": {"layers": "2"}, "cluster": "v100x2-nvlink"})"),
-               "entries[0].options.layers");
-  expect_error(wrap(R"({"name": "a", "model": "rnnlm", "options": {"stacks": 2}, "cluster": "v100x2-nvlink"})"),
-               "does not take option 'stacks'");
-  expect_error(wrap(R"({"name": "a", "model": "gnmt", "options": {"layers": 1}, "cluster": "v100x2-nvlink"})"),
-               "layers");
+  expect_error(
+      wrap(R"({"name": "a", "model": "rnnlm", "graph": "g.json", "cluster": "v100x2-nvlink"})"),
+      "exactly one of");
+  expect_error(wrap(R"({"name": "a", "model": "lstm", "cluster": "v100x2-nvlink"})"),
+               "unknown model");
+  expect_error(
+      wrap(
+          R"({"name": "a", "model": "rnnlm", "options": {"layer": 2}, "cluster": "v100x2-nvlink"})"),
+      "entries[0].options.layer");
+  expect_error(
+      wrap(
+          R"({"name": "a", "model": "rnnlm", "options": {"layers": -2}, "cluster": "v100x2-nvlink"})"),
+      "entries[0].options.layers");
+  expect_error(
+      wrap(
+          R"({"name": "a", "model": "rnnlm", "options": {"layers": "2"}, "cluster": "v100x2-nvlink"})"),
+      "entries[0].options.layers");
+  expect_error(
+      wrap(
+          R"({"name": "a", "model": "rnnlm", "options": {"stacks": 2}, "cluster": "v100x2-nvlink"})"),
+      "does not take option 'stacks'");
+  expect_error(
+      wrap(
+          R"({"name": "a", "model": "gnmt", "options": {"layers": 1}, "cluster": "v100x2-nvlink"})"),
+      "layers");
   expect_error(wrap(ok + "," + ok), "duplicate entry name");
   expect_error(wrap(R"({"name": "a", "model": "rnnlm", "cluster": "v100x3-warp"})"), "cluster");
-  expect_error(wrap(R"({"name": "a", "graph": "missing.json", "cluster": "v100x2-nvlink"})"), "does not exist");
-  expect_error(wrap(R"({"name": "a", "model": "rnnlm", "cluster": "v100x2-nvlink", "placements": {"human": "p.json"}})"),
+  expect_error(wrap(R"({"name": "a", "graph": "missing.json", "cluster": "v100x2-nvlink"})"),
                "does not exist");
+  expect_error(
+      wrap(
+          R"({"name": "a", "model": "rnnlm", "cluster": "v100x2-nvlink", "placements": {"human": "p.json"}})"),
+      "does not exist");
   expect_error("{", "t.json");
 }
 
-TEST_CASE("datasets/suite load_suite materializes generator calls, files and placements", "[datasets]") {
+TEST_CASE("datasets/suite load_suite materializes generator calls, files and placements",
+          "[datasets]") {
   namespace fs = std::filesystem;
   fs::path dir = fs::path(gdp::test::binary_dir()) / "test_suite_tmp";
   fs::create_directories(dir);
@@ -103,7 +122,8 @@ TEST_CASE("datasets/suite load_suite materializes generator calls, files and pla
   Placement p;
   for (int32_t i = 0; i < g.num_ops(); ++i) p.device.push_back(i % 2);
   write_placement_file(p, g, 2, (dir / "p.json").string());
-  std::ofstream((dir / "s.json").string()) << R"({"format": "gdp-suite", "version": 1, "name": "tmp",
+  std::ofstream((dir / "s.json").string())
+      << R"({"format": "gdp-suite", "version": 1, "name": "tmp",
     "entries": [
       {"name": "from_file", "graph": "g.json", "cluster": "v100x2-nvlink", "placements": {"rr": "p.json"}},
       {"name": "from_model", "model": "rnnlm", "options": {"layers": 2, "seq_len": 4, "hidden": 32, "vocab": 50, "batch": 4},
@@ -129,15 +149,16 @@ TEST_CASE("datasets/suite a path the system cannot look up is an InputError nami
       R"({"name": "a", "graph": ")" + part + R"(/g.json", "cluster": "v100x2-nvlink"})";
   const std::string cluster = R"({"name": "a", "model": "rnnlm", "cluster": ")" + part + R"("})";
   const std::string placement = R"({"name": "a", "model": "rnnlm", "cluster": "v100x2-nvlink",
-      "placements": {"rr": ")" + part + R"(.json"}})";
-  const std::string preset = R"({"name": "a", "model": "rnnlm", "cluster": ")" +
-                             std::string(131000, 'a') + R"("})";
+      "placements": {"rr": ")" + part +
+                                R"(.json"}})";
+  const std::string preset =
+      R"({"name": "a", "model": "rnnlm", "cluster": ")" + std::string(131000, 'a') + R"("})";
   struct Case {
     std::string entry, field;
   };
-  for (const Case& c : {Case{graph, "entries[0].graph"}, Case{cluster, "entries[0].cluster"},
-                        Case{placement, "entries[0].placements.rr"},
-                        Case{preset, "entries[0].cluster"}}) {
+  for (const Case& c :
+       {Case{graph, "entries[0].graph"}, Case{cluster, "entries[0].cluster"},
+        Case{placement, "entries[0].placements.rr"}, Case{preset, "entries[0].cluster"}}) {
     INFO(c.field);
     std::string error;
     try {

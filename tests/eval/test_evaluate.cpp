@@ -1,7 +1,6 @@
 // The evaluator: the grid of entries x methods x seeds, typed validity for every way a cell
 // can fail, geometric means over pairs valid under both, determinism, references, JSON.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -60,7 +59,8 @@ Graph heavy() {
 eval::Spec spec_of(std::vector<std::pair<std::string, std::string>> methods,
                    std::vector<uint64_t> seeds = {1}) {
   eval::Spec s;
-  for (auto& [m, o] : methods) s.methods.push_back({m, o.empty() ? nlohmann::json() : nlohmann::json::parse(o), ""});
+  for (auto& [m, o] : methods)
+    s.methods.push_back({m, o.empty() ? nlohmann::json() : nlohmann::json::parse(o), ""});
   s.seeds = std::move(seeds);
   return s;
 }
@@ -71,7 +71,9 @@ TEST_CASE("eval/grid: entries x methods x seeds in order, with typed validity", 
   std::vector<datasets::SuiteEntry> es;
   es.push_back(entry_of("rnn", rnnlm(), "v100x2-nvlink"));
   es.push_back(entry_of("heavy", heavy(), "v100x2-nvlink"));
-  const eval::Spec spec = spec_of({{"single", ""}, {"round-robin", ""}, {"random", R"({"samples": 16})"},
+  const eval::Spec spec = spec_of({{"single", ""},
+                                   {"round-robin", ""},
+                                   {"random", R"({"samples": 16})"},
                                    {"single", R"({"device": 7})"}},
                                   {1, 2});
   const auto recs = eval::evaluate(es, spec, CostModel());
@@ -142,10 +144,11 @@ TEST_CASE("eval/methods and options are checked before anything runs", "[eval]")
   es.push_back(entry_of("rnn", rnnlm(), "v100x2-nvlink"));
   int ran = 0;
   auto count = [&](const eval::Record&, size_t, size_t) { ++ran; };
-  CHECK_THROWS_AS(eval::evaluate(es, spec_of({{"single", ""}, {"nosuch", ""}}), CostModel(), place::registry(), count),
-                  UsageError);
-  CHECK_THROWS_AS(eval::evaluate(es, spec_of({{"single", ""}, {"random", R"({"n": 1})"}}), CostModel(),
+  CHECK_THROWS_AS(eval::evaluate(es, spec_of({{"single", ""}, {"nosuch", ""}}), CostModel(),
                                  place::registry(), count),
+                  UsageError);
+  CHECK_THROWS_AS(eval::evaluate(es, spec_of({{"single", ""}, {"random", R"({"n": 1})"}}),
+                                 CostModel(), place::registry(), count),
                   InputError);
   CHECK(ran == 0);
 }
@@ -195,7 +198,8 @@ TEST_CASE("eval/reference placements of a suite are cells of their own", "[eval]
 TEST_CASE("eval/records as JSON", "[eval]") {
   std::vector<datasets::SuiteEntry> es;
   es.push_back(entry_of("heavy", heavy(), "v100x2-nvlink"));
-  const auto recs = eval::evaluate(es, spec_of({{"single", ""}, {"random", R"({"samples": 8})"}}), CostModel());
+  const auto recs =
+      eval::evaluate(es, spec_of({{"single", ""}, {"random", R"({"samples": 8})"}}), CostModel());
   const auto j = eval::to_json(recs);
   REQUIRE(j.size() == 2);
   CHECK(j[0]["validity"] == "out_of_memory");
@@ -207,5 +211,6 @@ TEST_CASE("eval/records as JSON", "[eval]") {
   CHECK(j[1]["options"]["samples"] == 8);
   CHECK(j[1]["peak_memory_bytes"].size() == 2);
   CHECK(j[1]["curve"].is_array());
-  for (const char* k : {"graph", "cluster", "method", "seed", "ops", "wall_s", "note"}) CHECK(j[1].contains(k));
+  for (const char* k : {"graph", "cluster", "method", "seed", "ops", "wall_s", "note"})
+    CHECK(j[1].contains(k));
 }

@@ -2,7 +2,6 @@
 // from the formula, causality, the sinusoid table, and double-precision gradchecks with memory
 // and relative positions (causal and full masks, odd sizes).
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "nn/attention.h"
@@ -55,8 +54,8 @@ struct Inputs {
 };
 Inputs random_inputs(const RelAttentionDims& d, Rng& rng) {
   const int D = d.D();
-  return {random_vec(d.S * D, rng), random_vec(d.K() * D, rng), random_vec(d.K() * D, rng),
-          random_vec(d.P() * D, rng), random_vec(D, rng),       random_vec(D, rng)};
+  return {random_vec(d.S * D, rng),   random_vec(d.K() * D, rng), random_vec(d.K() * D, rng),
+          random_vec(d.P() * D, rng), random_vec(D, rng),         random_vec(D, rng)};
 }
 double forward_error(const Inputs& in, const RelAttentionDims& d, double* errf = nullptr) {
   const auto ref = naive_attention(in.q, in.k, in.v, in.rk, in.u, in.vb, d);
@@ -67,7 +66,8 @@ double forward_error(const Inputs& in, const RelAttentionDims& d, double* errf =
   for (size_t i = 0; i < out.size(); ++i) err = std::max(err, std::abs(out[i] - ref[i]));
   if (errf) {
     auto f = [](const std::vector<double>& x) { return std::vector<float>(x.begin(), x.end()); };
-    const auto qf = f(in.q), kf = f(in.k), vf = f(in.v), rkf = f(in.rk), uf = f(in.u), vbf = f(in.vb);
+    const auto qf = f(in.q), kf = f(in.k), vf = f(in.v), rkf = f(in.rk), uf = f(in.u),
+               vbf = f(in.vb);
     std::vector<float> outf(out.size()), probsf(probs.size());
     rel_attention_forward(outf.data(), probsf.data(), qf.data(), kf.data(), vf.data(), rkf.data(),
                           uf.data(), vbf.data(), d);
@@ -83,10 +83,10 @@ TEST_CASE("nn/relative sinusoid table", "[nn]") {
   std::vector<double> R(7 * 6);
   relative_sinusoid(R.data(), 7, 6, 2);  // rows encode r = -2 .. 4
   for (int c = 0; c < 3; ++c) {
-    CHECK(R[2 * 6 + c] == Approx(0.0).margin(1e-15));   // sin(0)
-    CHECK(R[2 * 6 + 3 + c] == Approx(1.0));             // cos(0)
+    CHECK(R[2 * 6 + c] == Approx(0.0).margin(1e-15));  // sin(0)
+    CHECK(R[2 * 6 + 3 + c] == Approx(1.0));            // cos(0)
   }
-  CHECK(R[3 * 6 + 0] == Approx(std::sin(1.0)));          // r = 1, f_0 = 1
+  CHECK(R[3 * 6 + 0] == Approx(std::sin(1.0)));  // r = 1, f_0 = 1
   CHECK(R[0 * 6 + 0] == Approx(std::sin(-2.0)));
   CHECK(R[6 * 6 + 1] == Approx(std::sin(4.0 * std::pow(10000.0, -2.0 / 6))));
 }
@@ -115,9 +115,8 @@ TEST_CASE("nn/rel attention across row blocks matches the reference and gradchec
         [&](const std::vector<VarD>& in) {
           return rel_attention(in[0], in[1], in[2], in[3], in[4], in[5], d);
         },
-        {random_input({d.S, D}, rng), random_input({d.K(), D}, rng),
-         random_input({d.K(), D}, rng), random_input({d.P(), D}, rng), random_input({D}, rng),
-         random_input({D}, rng)});
+        {random_input({d.S, D}, rng), random_input({d.K(), D}, rng), random_input({d.K(), D}, rng),
+         random_input({d.P(), D}, rng), random_input({D}, rng), random_input({D}, rng)});
     INFO("causal " << causal << ": " << res.worst);
     CHECK(res.passed);
   }
@@ -130,15 +129,17 @@ TEST_CASE("nn/rel attention causal mask ignores later keys", "[nn]") {
   auto q = random_vec(d.S * D, rng), k = random_vec(d.K() * D, rng), v = random_vec(d.K() * D, rng),
        rk = random_vec(d.P() * D, rng), u = random_vec(D, rng), vb = random_vec(D, rng);
   std::vector<double> out0(d.S * D), out1(d.S * D), probs(d.S * d.K());
-  rel_attention_forward(out0.data(), probs.data(), q.data(), k.data(), v.data(), rk.data(), u.data(),
-                        vb.data(), d);
+  rel_attention_forward(out0.data(), probs.data(), q.data(), k.data(), v.data(), rk.data(),
+                        u.data(), vb.data(), d);
   // Row i puts weight only on keys j <= M + i, and its weights sum to one.
   for (int i = 0; i < d.S; ++i) {
     double total = 0;
     for (int j = 0; j < d.K(); ++j) {
       const double pij = probs[i * d.K() + j];
-      if (j > d.M + i) CHECK(pij == 0.0);
-      else CHECK(pij > 0.0);
+      if (j > d.M + i)
+        CHECK(pij == 0.0);
+      else
+        CHECK(pij > 0.0);
       total += pij;
     }
     CHECK(total == Approx(1.0));
@@ -148,8 +149,8 @@ TEST_CASE("nn/rel attention causal mask ignores later keys", "[nn]") {
     k[(d.K() - 1) * D + c] += 1.0;
     v[(d.K() - 1) * D + c] -= 2.0;
   }
-  rel_attention_forward(out1.data(), probs.data(), q.data(), k.data(), v.data(), rk.data(), u.data(),
-                        vb.data(), d);
+  rel_attention_forward(out1.data(), probs.data(), q.data(), k.data(), v.data(), rk.data(),
+                        u.data(), vb.data(), d);
   for (int i = 0; i < (d.S - 1) * D; ++i) CHECK(out1[i] == out0[i]);
   bool last_changed = false;
   for (int c = 0; c < D; ++c) last_changed |= out1[(d.S - 1) * D + c] != out0[(d.S - 1) * D + c];

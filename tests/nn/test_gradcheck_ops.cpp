@@ -36,14 +36,14 @@ TEST_CASE("nn/gradcheck matmul (plain, transposed, flattened rows, batched)", "[
             [=](const std::vector<VarD>& v) { return matmul(v[0], v[1], ta, tb); },
             {input(as, 1), input(bs, 2)});
     }
-  check("matmul flattened rows",
-        [](const std::vector<VarD>& v) { return matmul(v[0], v[1]); },
+  check("matmul flattened rows", [](const std::vector<VarD>& v) { return matmul(v[0], v[1]); },
         {input({2, 3, 4}, 3), input({4, 5}, 4)});
   for (int ta = 0; ta < 2; ++ta)
     for (int tb = 0; tb < 2; ++tb) {
       const Shape as = ta ? Shape{3, 5, 4} : Shape{3, 4, 5};
       const Shape bs = tb ? Shape{3, 2, 5} : Shape{3, 5, 2};
-      check("batched matmul", [=](const std::vector<VarD>& v) { return matmul(v[0], v[1], ta, tb); },
+      check("batched matmul",
+            [=](const std::vector<VarD>& v) { return matmul(v[0], v[1], ta, tb); },
             {input(as, 5), input(bs, 6)});
     }
 }
@@ -56,9 +56,9 @@ TEST_CASE("nn/gradcheck linear with and without bias", "[nn]") {
 }
 
 TEST_CASE("nn/gradcheck broadcasting binary ops", "[nn]") {
-  const std::vector<std::pair<Shape, Shape>> cases = {
-      {{3, 5}, {3, 5}}, {{3, 5}, {5}},       {{3, 1}, {1, 5}},
-      {{2, 3, 4}, {3, 1}}, {{2, 3, 4}, {}}, {{1, 7}, {3, 1, 7}}};
+  const std::vector<std::pair<Shape, Shape>> cases = {{{3, 5}, {3, 5}}, {{3, 5}, {5}},
+                                                      {{3, 1}, {1, 5}}, {{2, 3, 4}, {3, 1}},
+                                                      {{2, 3, 4}, {}},  {{1, 7}, {3, 1, 7}}};
   for (const auto& [sa, sb] : cases) {
     const std::string shapes = shape_str(sa) + " " + shape_str(sb);
     check("add " + shapes, [](const std::vector<VarD>& v) { return add(v[0], v[1]); },
@@ -99,7 +99,7 @@ TEST_CASE("nn/gradcheck relu and clamp skip kink points on purpose", "[nn]") {
   CHECK(r.skipped_kinks == 2);
   CHECK(r.checked == 31);
   VarD y = input({3, 11}, 2);
-  y.value()[3] = 0.5;  // exactly on the upper edge
+  y.value()[3] = 0.5;    // exactly on the upper edge
   y.value()[4] = -0.25;  // exactly on the lower edge
   const auto rc =
       check("clamp", [](const std::vector<VarD>& v) { return clamp(v[0], -0.25, 0.5); }, {y});
@@ -111,10 +111,10 @@ TEST_CASE("nn/gradcheck softmax, log_softmax, layer_norm", "[nn]") {
         {input({2, 3, 7}, 1, -2, 2)});
   check("log_softmax", [](const std::vector<VarD>& v) { return log_softmax(v[0]); },
         {input({5, 9}, 2, -2, 2)});
-  check("layer_norm",
-        [](const std::vector<VarD>& v) { return layer_norm(v[0], v[1], v[2]); },
+  check("layer_norm", [](const std::vector<VarD>& v) { return layer_norm(v[0], v[1], v[2]); },
         {input({3, 2, 7}, 3, -2, 2), input({7}, 4, 0.5, 1.5), input({7}, 5)});
-  check("layer_norm C=1 rows", [](const std::vector<VarD>& v) { return layer_norm(v[0], v[1], v[2], 1e-2); },
+  check("layer_norm C=1 rows",
+        [](const std::vector<VarD>& v) { return layer_norm(v[0], v[1], v[2], 1e-2); },
         {input({4, 1}, 6), input({1}, 7), input({1}, 8)});
 }
 
@@ -128,21 +128,30 @@ TEST_CASE("nn/gradcheck indexing ops", "[nn]") {
         [idx](const std::vector<VarD>& v) { return scatter_add_rows(v[0], idx, 7); },
         {input({7, 3}, 3)});
   const std::vector<int64_t> pick = {2, 0, 4, 4, 1};
-  check("take_along_last", [pick](const std::vector<VarD>& v) { return take_along_last(v[0], pick); },
+  check("take_along_last",
+        [pick](const std::vector<VarD>& v) { return take_along_last(v[0], pick); },
         {input({5, 5}, 4)});
 }
 
 TEST_CASE("nn/gradcheck shape ops", "[nn]") {
   for (int64_t axis : {0, 1, -1}) {
     check("concat axis " + std::to_string(axis),
-          [axis](const std::vector<VarD>& v) { return concat<double>({v[0], v[1], v[2]}, axis); },
+          [axis](const std::vector<VarD>& v) {
+            return concat<double>({v[0], v[1], v[2]}, axis);
+          },
           {input({2, 3, 4}, 1), input({2, 3, 4}, 2), input({2, 3, 4}, 3)});
   }
-  check("concat uneven", [](const std::vector<VarD>& v) { return concat<double>({v[0], v[1]}, 1); },
+  check("concat uneven",
+        [](const std::vector<VarD>& v) {
+          return concat<double>({v[0], v[1]}, 1);
+        },
         {input({3, 2}, 4), input({3, 5}, 5)});
   check("slice", [](const std::vector<VarD>& v) { return slice(v[0], 1, 1, 4); },
         {input({3, 5, 2}, 6)});
-  check("reshape", [](const std::vector<VarD>& v) { return reshape(v[0], {5, -1}); },
+  check("reshape",
+        [](const std::vector<VarD>& v) {
+          return reshape(v[0], {5, -1});
+        },
         {input({3, 5, 2}, 7)});
   check("transpose", [](const std::vector<VarD>& v) { return transpose(v[0], 0, 2); },
         {input({3, 5, 2}, 8)});
@@ -175,14 +184,15 @@ TEST_CASE("nn/gradcheck dropout with a fixed mask and a composite expression", "
           h = layer_norm(h, v[3], v[4]);
           return log_softmax(linear(h, v[5], v[6]));
         },
-        {input({5, 6}, 2), input({7, 6}, 3), input({7}, 4), input({7}, 5, 0.5, 1.5),
-         input({7}, 6), input({3, 7}, 7), input({3}, 8)});
+        {input({5, 6}, 2), input({7, 6}, 3), input({7}, 4), input({7}, 5, 0.5, 1.5), input({7}, 6),
+         input({3, 7}, 7), input({3}, 8)});
 }
 
 TEST_CASE("nn/gradcheck detects a wrong gradient", "[nn]") {
   // x * detach(x): the analytic gradient misses one path (x instead of 2x), so the check fails.
-  const GradcheckResult r = gradcheck(
-      [](const std::vector<VarD>& v) { return mul(v[0], detach(v[0])); }, {input({3, 4}, 1, 0.5, 1)});
+  const GradcheckResult r =
+      gradcheck([](const std::vector<VarD>& v) { return mul(v[0], detach(v[0])); },
+                {input({3, 4}, 1, 0.5, 1)});
   CHECK_FALSE(r.passed);
   CHECK(r.max_error > 0.3);
 }

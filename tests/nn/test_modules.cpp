@@ -54,8 +54,8 @@ TEST_CASE("nn/sage encoder gradcheck", "[nn]") {
   const SageEncoderD sage(params, "sage", {3, 5, 2, true}, rng);
   std::vector<VarD> inputs = parameter_vars(params);
   inputs.push_back(random_input({9, 3}, rng));
-  const auto res = gradcheck(
-      [&](const std::vector<VarD>& in) { return sage.forward(in.back(), adj); }, inputs);
+  const auto res =
+      gradcheck([&](const std::vector<VarD>& in) { return sage.forward(in.back(), adj); }, inputs);
   INFO(res.worst);
   CHECK(res.passed);
   CHECK(res.checked > 100);
@@ -68,8 +68,8 @@ TEST_CASE("nn/transformer-xl layer gradcheck with memory, positions and film", "
     const TransformerXLD txl(params, "txl", small_txl(causal), rng);
     std::vector<VarD> inputs = parameter_vars(params);
     const size_t first = inputs.size();
-    inputs.push_back(random_input({3, 6}, rng));         // segment x (S' = 3 < S)
-    inputs.push_back(random_input({3, 6}, rng));         // memory (M = 3)
+    inputs.push_back(random_input({3, 6}, rng));             // segment x (S' = 3 < S)
+    inputs.push_back(random_input({3, 6}, rng));             // memory (M = 3)
     inputs.push_back(random_input({4, 6}, rng, -0.5, 0.5));  // film (2L, D)
     const auto res = gradcheck(
         [&](const std::vector<VarD>& in) {
@@ -129,7 +129,8 @@ TEST_CASE("nn/transformer-xl stack uses memory and stops its gradient", "[nn]") 
   double diff_second = 0;
   for (int i = 4; i < 8; ++i)
     for (int c = 0; c < 6; ++c)
-      diff_second = std::max(diff_second, std::abs(out1.value().at({i, c}) - out.value().at({i, c})));
+      diff_second =
+          std::max(diff_second, std::abs(out1.value().at({i, c}) - out.value().at({i, c})));
   CHECK(diff_second > 1e-6);
   // Backward: a loss on the second segment only sends no gradient into the first segment.
   // (A weighted sum: plain sums of layer-norm rows are constant.)
@@ -165,7 +166,8 @@ TEST_CASE("nn/transformer-xl stack equals its layers applied segment by segment"
       VarD mem;
       if (rows > 0) mem = slice(VarD(layer_inputs[l]), 0, std::max<int64_t>(0, rows - 6), rows);
       const VarD next = txl.layer_forward(l, x, mem, txl.positions(l), film);
-      layer_inputs[l] = rows > 0 ? concat<double>({VarD(layer_inputs[l]), x}, 0).value() : x.value().clone();
+      layer_inputs[l] =
+          rows > 0 ? concat<double>({VarD(layer_inputs[l]), x}, 0).value() : x.value().clone();
       x = next;
     }
     outs.push_back(x);

@@ -1,7 +1,6 @@
 // Adam/AdamW against hand-computed updates, learning-rate schedules, and checkpoints: save,
 // reload and continue gives bit-identical Adam steps; bad files are rejected with messages.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstring>
 #include <filesystem>

@@ -2,15 +2,15 @@
 // -> Transformer-XL segments with memory -> categorical head): scripts/torch_oracle.py computes
 // outputs, all gradients and Adam-step losses with PyTorch's own ops and autograd; we rebuild the
 // model with the same weights and must agree. Skipped where torch is missing (GDP_REQUIRE_INPUT).
-#include <catch2/catch.hpp>
+#include <sys/wait.h>
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <sys/wait.h>
 
 #include "nn/graph_ops.h"
 #include "nn/ops.h"
@@ -81,9 +81,10 @@ void check_close(const BasicTensor<T>& ours, const json& ref_j, double rtol, dou
       at = i;
     }
   }
-  INFO("worst element " << at << (at >= 0 ? ": ours " + std::to_string(o[at]) + " ref " +
-                                                std::to_string(ref[at])
-                                          : std::string()));
+  INFO("worst element " << at
+                        << (at >= 0 ? ": ours " + std::to_string(o[at]) + " ref " +
+                                          std::to_string(ref[at])
+                                    : std::string()));
   CHECK(worst == 0.0);
 }
 
@@ -148,8 +149,9 @@ struct OracleModel {
     const BasicVar<T> logits = linear(y, head_w, head_b);
     const BasicVar<T> logp = categorical_log_prob(logits, actions);
     const BasicVar<T> ent = categorical_entropy(logits);
-    if (outs) *outs = {{"sage", h}, {"film", film}, {"txl", y}, {"logits", logits},
-                       {"log_prob", logp}, {"entropy", ent}};
+    if (outs)
+      *outs = {{"sage", h},        {"film", film},     {"txl", y},
+               {"logits", logits}, {"log_prob", logp}, {"entropy", ent}};
     return sub(neg(mean(mul(logp, adv))), scale(mean(ent), static_cast<T>(entropy_coef)));
   }
 };

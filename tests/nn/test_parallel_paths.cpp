@@ -1,9 +1,8 @@
 // The OpenMP paths (taken above ~32k elements) against the serial paths: each op runs once on a
 // large input and once chunk by chunk on row blocks small enough to stay serial; values and
 // gradients (including the per-thread partial sums of broadcast/bias/layer-norm gradients) agree.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 
 #include "nn/ops.h"
@@ -83,30 +82,34 @@ void compare_chunked(const std::string& name, const Fn& f, const std::vector<Ten
 TEST_CASE("nn/parallel paths agree with serial chunks", "[nn]") {
   const int64_t N = 2003, C = 129;  // odd sizes, N*C well above the parallel threshold
   const Tensor x = random_tensor({N, C}, 1, -2, 2);
-  compare_chunked("add bias", [](const std::vector<Var>& v) { return add(v[0], v[1]); },
-                  {x, random_tensor({C}, 2)}, {true, false}, 7);
-  compare_chunked("mul column", [](const std::vector<Var>& v) { return mul(v[0], v[1]); },
-                  {x, random_tensor({N, 1}, 3)}, {true, true}, 7);
-  compare_chunked("div same shape", [](const std::vector<Var>& v) { return div(v[0], v[1]); },
-                  {x, random_tensor({N, C}, 4, 0.5, 2)}, {true, true}, 7);
-  compare_chunked("layer_norm",
-                  [](const std::vector<Var>& v) { return layer_norm(v[0], v[1], v[2]); },
-                  {x, random_tensor({C}, 5), random_tensor({C}, 6)}, {true, false, false}, 7);
-  compare_chunked("linear", [](const std::vector<Var>& v) { return linear(v[0], v[1], v[2]); },
-                  {x, random_tensor({65, C}, 7), random_tensor({65}, 8)}, {true, false, false}, 7);
-  compare_chunked("softmax", [](const std::vector<Var>& v) { return softmax(v[0]); }, {x},
-                  {true}, 7);
-  compare_chunked("log_softmax", [](const std::vector<Var>& v) { return log_softmax(v[0]); }, {x},
-                  {true}, 7);
-  compare_chunked("gelu tanh sigmoid",
-                  [](const std::vector<Var>& v) { return gelu(add(tanh(v[0]), sigmoid(v[0]))); },
-                  {x}, {true}, 7);
-  compare_chunked("relu exp", [](const std::vector<Var>& v) { return exp(relu(v[0])); }, {x},
-                  {true}, 7);
-  compare_chunked("batched matmul",
-                  [](const std::vector<Var>& v) { return matmul(v[0], v[1], false, true); },
-                  {random_tensor({64, 33, 31}, 9), random_tensor({64, 17, 31}, 10)}, {true, true},
-                  2);
+  compare_chunked(
+      "add bias", [](const std::vector<Var>& v) { return add(v[0], v[1]); },
+      {x, random_tensor({C}, 2)}, {true, false}, 7);
+  compare_chunked(
+      "mul column", [](const std::vector<Var>& v) { return mul(v[0], v[1]); },
+      {x, random_tensor({N, 1}, 3)}, {true, true}, 7);
+  compare_chunked(
+      "div same shape", [](const std::vector<Var>& v) { return div(v[0], v[1]); },
+      {x, random_tensor({N, C}, 4, 0.5, 2)}, {true, true}, 7);
+  compare_chunked(
+      "layer_norm", [](const std::vector<Var>& v) { return layer_norm(v[0], v[1], v[2]); },
+      {x, random_tensor({C}, 5), random_tensor({C}, 6)}, {true, false, false}, 7);
+  compare_chunked(
+      "linear", [](const std::vector<Var>& v) { return linear(v[0], v[1], v[2]); },
+      {x, random_tensor({65, C}, 7), random_tensor({65}, 8)}, {true, false, false}, 7);
+  compare_chunked(
+      "softmax", [](const std::vector<Var>& v) { return softmax(v[0]); }, {x}, {true}, 7);
+  compare_chunked(
+      "log_softmax", [](const std::vector<Var>& v) { return log_softmax(v[0]); }, {x}, {true}, 7);
+  compare_chunked(
+      "gelu tanh sigmoid",
+      [](const std::vector<Var>& v) { return gelu(add(tanh(v[0]), sigmoid(v[0]))); }, {x}, {true},
+      7);
+  compare_chunked(
+      "relu exp", [](const std::vector<Var>& v) { return exp(relu(v[0])); }, {x}, {true}, 7);
+  compare_chunked(
+      "batched matmul", [](const std::vector<Var>& v) { return matmul(v[0], v[1], false, true); },
+      {random_tensor({64, 33, 31}, 9), random_tensor({64, 17, 31}, 10)}, {true, true}, 2);
 }
 
 TEST_CASE("nn/parallel embedding backward and column sums match a serial reference", "[nn]") {

@@ -1,7 +1,6 @@
 // Tests of the categorical policy head: seeded sampling (reproducible, frequencies match the
 // softmax), log-prob and entropy values, and their gradchecks in double.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "nn/gradcheck.h"
@@ -35,7 +34,8 @@ TEST_CASE("nn/categorical sample is seeded and follows the softmax", "[nn]") {
 
 TEST_CASE("nn/categorical log prob and entropy values", "[nn]") {
   // Row 0 uniform over 4; row 1 = log(1, 3) -> p = (1/4, 3/4) padded with -inf-like logits.
-  const TensorD logits = TensorD::from_vector({2, 4}, {0.3, 0.3, 0.3, 0.3, 0.0, std::log(3.0), -60, -60});
+  const TensorD logits =
+      TensorD::from_vector({2, 4}, {0.3, 0.3, 0.3, 0.3, 0.0, std::log(3.0), -60, -60});
   const VarD x(logits);
   const TensorD lp = categorical_log_prob(x, {2, 1}).value();
   CHECK(lp[0] == Approx(-std::log(4.0)));
@@ -49,13 +49,14 @@ TEST_CASE("nn/categorical log prob and entropy values", "[nn]") {
 TEST_CASE("nn/categorical log prob and entropy gradcheck", "[nn]") {
   Rng rng(17);
   const std::vector<int32_t> actions = {0, 4, 2, 2, 1, 3, 4};
-  const auto lp = gradcheck(
-      [&](const std::vector<VarD>& in) { return categorical_log_prob(in[0], actions); },
-      {random_input({7, 5}, rng, -2.0, 2.0)});
+  const auto lp =
+      gradcheck([&](const std::vector<VarD>& in) { return categorical_log_prob(in[0], actions); },
+                {random_input({7, 5}, rng, -2.0, 2.0)});
   INFO(lp.worst);
   CHECK(lp.passed);
-  const auto ent = gradcheck([&](const std::vector<VarD>& in) { return categorical_entropy(in[0]); },
-                             {random_input({7, 5}, rng, -2.0, 2.0)});
+  const auto ent =
+      gradcheck([&](const std::vector<VarD>& in) { return categorical_entropy(in[0]); },
+                {random_input({7, 5}, rng, -2.0, 2.0)});
   INFO(ent.worst);
   CHECK(ent.passed);
 }

@@ -68,17 +68,18 @@ TEST_CASE("nn/segment mean and max forward values", "[nn]") {
   CHECK(mo.at({0, 0}) == Approx(1.5));  // 0 -> 1, 2
   CHECK(mo.at({5, 0}) == 0.0f);
   const Tensor mx = segment_max(xv, adj, EdgeDir::in).value();
-  CHECK(mx.at({2, 0}) == 3.0f);   // max(0, 1, 3)
-  CHECK(mx.at({2, 1}) == 0.0f);   // max(0, -1, -3)
-  CHECK(mx.at({3, 0}) == 0.0f);   // empty
+  CHECK(mx.at({2, 0}) == 3.0f);  // max(0, 1, 3)
+  CHECK(mx.at({2, 1}) == 0.0f);  // max(0, -1, -3)
+  CHECK(mx.at({3, 0}) == 0.0f);  // empty
 }
 
 TEST_CASE("nn/segment mean gradcheck both directions", "[nn]") {
   const auto adj = random_graph(13, 29, 7);
   Rng rng(11);
   for (EdgeDir dir : {EdgeDir::in, EdgeDir::out}) {
-    const auto res = gradcheck([&](const std::vector<VarD>& in) { return segment_mean(in[0], adj, dir); },
-                               {random_input({13, 5}, rng)});
+    const auto res =
+        gradcheck([&](const std::vector<VarD>& in) { return segment_mean(in[0], adj, dir); },
+                  {random_input({13, 5}, rng)});
     INFO(res.worst);
     CHECK(res.passed);
     CHECK(res.checked == 13 * 5);
@@ -90,8 +91,9 @@ TEST_CASE("nn/segment max gradcheck both directions", "[nn]") {
   Rng rng(5);
   for (EdgeDir dir : {EdgeDir::in, EdgeDir::out}) {
     // Distinct random values: no ties, so the max is differentiable everywhere checked.
-    const auto res = gradcheck([&](const std::vector<VarD>& in) { return segment_max(in[0], adj, dir); },
-                               {random_input({11, 7}, rng)});
+    const auto res =
+        gradcheck([&](const std::vector<VarD>& in) { return segment_max(in[0], adj, dir); },
+                  {random_input({11, 7}, rng)});
     INFO(res.worst);
     CHECK(res.passed);
     CHECK(res.skipped_kinks == 0);
@@ -113,9 +115,11 @@ TEST_CASE("nn/sage layer gradcheck", "[nn]") {
 TEST_CASE("nn/sage layer equals its unfused composition", "[nn]") {
   const auto adj = random_graph(17, 40, 4);
   Rng rng(9);
-  const VarD x = random_input({17, 6}, rng), w = random_input({5, 18}, rng), b = random_input({5}, rng);
+  const VarD x = random_input({17, 6}, rng), w = random_input({5, 18}, rng),
+             b = random_input({5}, rng);
   const VarD fused = sage_layer(x, w, b, adj, true);
-  const VarD cat = concat<double>({x, segment_mean(x, adj, EdgeDir::in), segment_mean(x, adj, EdgeDir::out)}, 1);
+  const VarD cat =
+      concat<double>({x, segment_mean(x, adj, EdgeDir::in), segment_mean(x, adj, EdgeDir::out)}, 1);
   const VarD ref = relu(linear(cat, w, b));
   CHECK(max_abs_diff(fused.value(), ref.value()) < 1e-12);
   TapeD::current().clear();

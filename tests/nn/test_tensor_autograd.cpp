@@ -107,7 +107,7 @@ TEST_CASE("nn/parameter buffer: flat arrays, views, growth, zero_grad, clipping"
 
   Var x(Tensor::full({2, 3}, 1.f), false);
   backward(sum(linear(x, transpose(w, 0, 1), b)));  // grads land in the flat buffer
-  CHECK(params.grads()[12] == 2.f);                  // db = number of rows
+  CHECK(params.grads()[12] == 2.f);                 // db = number of rows
   CHECK(params.grads()[0] == 2.f);
   const double norm = params.grad_norm();
   CHECK(norm == Approx(std::sqrt(12 * 4.0 + 4 * 4.0)));

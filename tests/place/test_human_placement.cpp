@@ -2,21 +2,19 @@
 // cluster, and the rules (layer blocks, embeddings/softmax beside their layer, gradients and
 // updates with their forward op) on GNMT and the RNNLM.
 #include <catch2/catch.hpp>
-
 #include <set>
 
 #include "core/io.h"
 #include "datasets/registry.h"
 #include "datasets/suite.h"
-#include "sim/simulator.h"
 #include "place_helpers.h"
+#include "sim/simulator.h"
 #include "test_paths.h"
 
 using namespace gdp;
 using namespace gdp::datasets;
 
 namespace {
-
 
 std::string suite_path(const std::string& name) {
   return gdp::test::source_dir() + "/datasets/suites/" + name + ".json";
@@ -56,8 +54,7 @@ TEST_CASE("place/every generator: deterministic, strict round trip, valid human 
   }
 }
 
-TEST_CASE("place/human placement of every paper and holdout workload fits its cluster",
-          "[place]") {
+TEST_CASE("place/human placement of every paper and holdout workload fits its cluster", "[place]") {
   for (const char* suite : {"paper", "holdout"}) {
     for (const SuiteEntry& e : load_suite(suite_path(suite))) {
       INFO(suite << ": " << e.name);
@@ -95,9 +92,9 @@ TEST_CASE("place/human placement of GNMT: layer k of encoder and decoder on GPU 
   CHECK(dev("encoder/layer_2/t1/MatMul") == 2);
   CHECK(dev("decoder/layer_3/t5/MatMul") == 3);
   CHECK(dev("decoder/layer_0/t2/attention/context") == 0);
-  CHECK(dev("encoder/embedding/embedding_encoder") == 0);          // beside layer 0
+  CHECK(dev("encoder/embedding/embedding_encoder") == 0);  // beside layer 0
   CHECK(dev("encoder/embedding/embedding_encoder/Adam/ApplyAdam") == 0);
-  CHECK(dev("softmax/output_projection") == 3);                      // beside the last layer
+  CHECK(dev("softmax/output_projection") == 3);  // beside the last layer
   CHECK(dev("softmax/MatMul") == 3);
   CHECK(dev("gradients/decoder/layer_3/t5/MatMul_grad/MatMul") == 3);  // with its forward op
   // Colocation groups are never split.

@@ -2,7 +2,6 @@
 // range: errors naming the method and the key), budgets, the built-in methods' contracts, and
 // the random search's determinism, colocation and sample accounting.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -59,7 +58,8 @@ TEST_CASE("place/registry lists the built-in methods and rejects unknown names",
     CHECK(std::find(names.begin(), names.end(), m) != names.end());
   CHECK(r.find("nosuch") == nullptr);
   CHECK_THROWS_AS(r.get("nosuch"), UsageError);
-  CHECK_THAT(error_of([&] { r.get("nosuch"); }), Contains("nosuch") && Contains("single, round-robin, human, random"));
+  CHECK_THAT(error_of([&] { r.get("nosuch"); }),
+             Contains("nosuch") && Contains("single, round-robin, human, random"));
   place::Registry mine;
   place::register_builtin_methods(mine);
   CHECK_THROWS_AS(mine.add(place::single_method()), std::logic_error);
@@ -72,21 +72,27 @@ TEST_CASE("place/options are strict and resolved with their defaults", "[place]"
   const place::Registry& r = place::registry();
   const auto resolved = place::prepare(r, "random").options.json();
   CHECK(resolved.dump() == R"({"samples":0,"batch":64})");
-  CHECK(place::prepare(r, "random", nlohmann::json::parse(R"({"samples": 5})")).options.integer("samples") == 5);
+  CHECK(place::prepare(r, "random", nlohmann::json::parse(R"({"samples": 5})"))
+            .options.integer("samples") == 5);
   auto err = [&](const char* method, const char* opts) {
     return error_of([&] { place::prepare(r, method, nlohmann::json::parse(opts), "opts.json"); });
   };
-  CHECK_THAT(err("random", R"({"sample": 5})"), Contains("opts.json") && Contains("method 'random'") &&
-                                                   Contains("options.sample") && Contains("unknown option") &&
-                                                   Contains("samples, batch"));
-  CHECK_THAT(err("random", R"({"samples": 1.5})"), Contains("options.samples") && Contains("expected an integer"));
-  CHECK_THAT(err("random", R"({"samples": "5"})"), Contains("options.samples") && Contains("expected an integer"));
-  CHECK_THAT(err("random", R"({"batch": 0})"), Contains("options.batch") && Contains("[1, 1048576]") && Contains("got 0"));
+  CHECK_THAT(err("random", R"({"sample": 5})"),
+             Contains("opts.json") && Contains("method 'random'") && Contains("options.sample") &&
+                 Contains("unknown option") && Contains("samples, batch"));
+  CHECK_THAT(err("random", R"({"samples": 1.5})"),
+             Contains("options.samples") && Contains("expected an integer"));
+  CHECK_THAT(err("random", R"({"samples": "5"})"),
+             Contains("options.samples") && Contains("expected an integer"));
+  CHECK_THAT(err("random", R"({"batch": 0})"),
+             Contains("options.batch") && Contains("[1, 1048576]") && Contains("got 0"));
   CHECK_THAT(err("random", R"({"samples": -1})"), Contains("options.samples"));
   CHECK_THAT(err("random", R"([1, 2])"), Contains("expected a JSON object"));
-  CHECK_THAT(err("human", R"({"x": 1})"), Contains("method 'human'") && Contains("takes no options"));
+  CHECK_THAT(err("human", R"({"x": 1})"),
+             Contains("method 'human'") && Contains("takes no options"));
   CHECK_THAT(err("single", R"({"device": true})"), Contains("options.device"));
-  CHECK_THROWS_AS(place::prepare(r, "random", nlohmann::json::parse(R"({"sample": 5})")), InputError);
+  CHECK_THROWS_AS(place::prepare(r, "random", nlohmann::json::parse(R"({"sample": 5})")),
+                  InputError);
 }
 
 TEST_CASE("place/options from a command-line argument: text or file, strict JSON", "[place]") {
@@ -95,7 +101,8 @@ TEST_CASE("place/options from a command-line argument: text or file, strict JSON
   const auto path = std::filesystem::path(test::binary_dir()) / "place_opts_test.json";
   std::ofstream(path) << R"({"batch": 2})";
   CHECK(place::parse_options_arg(path.string())["batch"] == 2);
-  CHECK_THAT(error_of([] { place::parse_options_arg("/nonexistent/opts.json"); }), Contains("/nonexistent/opts.json"));
+  CHECK_THAT(error_of([] { place::parse_options_arg("/nonexistent/opts.json"); }),
+             Contains("/nonexistent/opts.json"));
 }
 
 TEST_CASE("place/single and round-robin: contracts, colocation and bad devices", "[place]") {
@@ -104,10 +111,13 @@ TEST_CASE("place/single and round-robin: contracts, colocation and bad devices",
   CHECK(test::place_by("single", g, c).device == std::vector<int32_t>{0, 0, 0, 0});
   CostModel cost;
   place::Problem problem(g, c, cost);
-  const auto two = place::prepare(place::registry(), "single", nlohmann::json::parse(R"({"device": 2})"));
+  const auto two =
+      place::prepare(place::registry(), "single", nlohmann::json::parse(R"({"device": 2})"));
   CHECK(place::place(two, problem, {}, 1).placement.device == std::vector<int32_t>{2, 2, 2, 2});
-  const auto nine = place::prepare(place::registry(), "single", nlohmann::json::parse(R"({"device": 9})"));
-  CHECK_THAT(error_of([&] { place::place(nine, problem, {}, 1); }), Contains("device 9") && Contains("3 devices"));
+  const auto nine =
+      place::prepare(place::registry(), "single", nlohmann::json::parse(R"({"device": 9})"));
+  CHECK_THAT(error_of([&] { place::place(nine, problem, {}, 1); }),
+             Contains("device 9") && Contains("3 devices"));
   // Topological order a, b, c, d: b -> 1, c with its group (1), d -> 3 mod 3 = 0.
   CHECK(test::place_by("round-robin", g, c).device == std::vector<int32_t>{0, 1, 1, 0});
 }
@@ -137,7 +147,8 @@ TEST_CASE("place/random: best of N, colocation kept, deterministic, within the b
   place::Problem problem(g, c, cost);
   const auto& reg = place::registry();
   auto run = [&](const char* opts, place::Budget b, uint64_t seed) {
-    return place::place(place::prepare(reg, "random", nlohmann::json::parse(opts)), problem, b, seed);
+    return place::place(place::prepare(reg, "random", nlohmann::json::parse(opts)), problem, b,
+                        seed);
   };
   const place::PlaceResult a = run(R"({"samples": 50})", {}, 7);
   CHECK(a.report.samples == 50);
@@ -168,7 +179,8 @@ TEST_CASE("place/random: best of N, colocation kept, deterministic, within the b
   CHECK(timed.report.wall_s < 30);
 }
 
-TEST_CASE("place/run: evaluate counts samples, keeps the best, refuses to exceed the budget", "[place]") {
+TEST_CASE("place/run: evaluate counts samples, keeps the best, refuses to exceed the budget",
+          "[place]") {
   const Graph g = small_graph();
   const Cluster c = test::full_mesh(2);
   CostModel cost;
@@ -179,12 +191,14 @@ TEST_CASE("place/run: evaluate counts samples, keeps the best, refuses to exceed
   CHECK(std::isinf(t[1]));  // colocation group split
   CHECK(run.best().device == std::vector<int32_t>{0, 0, 0, 0});
   CHECK(run.samples_left() == 1);
-  CHECK_THROWS_AS(run.evaluate({Placement{{0, 0, 0, 0}}, Placement{{0, 0, 0, 1}}}), std::logic_error);
+  CHECK_THROWS_AS(run.evaluate({Placement{{0, 0, 0, 0}}, Placement{{0, 0, 0, 1}}}),
+                  std::logic_error);
   run.count_samples(5);  // outside the budget (heuristics' memory checks)
   CHECK(run.samples() == 7);
   CHECK(run.exhausted());
   std::vector<place::Progress> seen;
-  place::Run r2(problem, "t", place::Budget{4, 0}, 1, [&](const place::Progress& p) { seen.push_back(p); });
+  place::Run r2(problem, "t", place::Budget{4, 0}, 1,
+                [&](const place::Progress& p) { seen.push_back(p); });
   r2.evaluate(Placement{{0, 0, 0, 1}});
   r2.progress("hello");
   REQUIRE(seen.size() == 1);

@@ -25,8 +25,8 @@ struct RefResult {
   int transfers = 0;
 };
 
-inline RefResult reference_simulate(const Graph& g, const Cluster& c, const Simulator& sim, const Placement& p,
-                                    QueuePolicy policy) {
+inline RefResult reference_simulate(const Graph& g, const Cluster& c, const Simulator& sim,
+                                    const Placement& p, QueuePolicy policy) {
   const int n = g.num_ops(), D = c.num_devices(), L = c.num_directed_links();
   RefResult r;
   r.start_s.assign(n, -1);
@@ -118,10 +118,11 @@ inline RefResult reference_simulate(const Graph& g, const Cluster& c, const Simu
   auto dispatch = [&]() {
     for (int d = 0; d < D; ++d) {
       if (running[d] >= 0 || ready[d].empty()) continue;
-      auto best = std::min_element(ready[d].begin(), ready[d].end(), [&](const Ready& a, const Ready& b) {
-        if (policy == QueuePolicy::fifo && a.t != b.t) return a.t < b.t;
-        return topo_pos[a.op] < topo_pos[b.op];
-      });
+      auto best =
+          std::min_element(ready[d].begin(), ready[d].end(), [&](const Ready& a, const Ready& b) {
+            if (policy == QueuePolicy::fifo && a.t != b.t) return a.t < b.t;
+            return topo_pos[a.op] < topo_pos[b.op];
+          });
       int op = best->op;
       ready[d].erase(best);
       running[d] = op;
@@ -164,7 +165,8 @@ inline RefResult reference_simulate(const Graph& g, const Cluster& c, const Simu
           if (dd == d) {
             ++local;
             if (--pending[e.dst] == 0) make_ready(e.dst);
-          } else if (std::find(remote_order.begin(), remote_order.end(), dd) == remote_order.end()) {
+          } else if (std::find(remote_order.begin(), remote_order.end(), dd) ==
+                     remote_order.end()) {
             remote_order.push_back(dd);
           }
         }
@@ -213,7 +215,8 @@ inline RefResult reference_simulate(const Graph& g, const Cluster& c, const Simu
         release(x.tensor, p.device[x.tensor.first]);
       }
     }
-    bool more_now = std::any_of(events.begin(), events.end(), [&](const Event& e) { return e.t == now; });
+    bool more_now =
+        std::any_of(events.begin(), events.end(), [&](const Event& e) { return e.t == now; });
     if (!more_now) dispatch();
   }
   r.step_time_s = *std::max_element(r.end_s.begin(), r.end_s.end());

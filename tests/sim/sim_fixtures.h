@@ -35,7 +35,8 @@ inline Cluster full_mesh(int n, double bw = kLinkBw_Bps, double lat = kLinkLat_s
                          int64_t memory_bytes = int64_t(1) << 40) {
   Cluster c;
   c.name = "test_mesh" + std::to_string(n);
-  for (int i = 0; i < n; ++i) c.devices.push_back(test_device("gpu" + std::to_string(i), memory_bytes));
+  for (int i = 0; i < n; ++i)
+    c.devices.push_back(test_device("gpu" + std::to_string(i), memory_bytes));
   for (int i = 0; i < n; ++i)
     for (int j = i + 1; j < n; ++j) c.links.push_back({i, j, bw, lat});
   c.finalize();

@@ -1,7 +1,6 @@
 // Cost model tests: op classification, roofline numbers worked by hand, measured-time
 // precedence, and the strictness of the device profile JSON reader (one case per class).
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "core/error.h"
@@ -36,12 +35,14 @@ const char* kClassMap =
     R"({"matmul": 0.5, "conv": 0.5, "elementwise": 0.5, "reduction": 0.5, "memory": 0.5, "other": 0.5})";
 
 std::string profile_text(const std::string& profile_body) {
-  return std::string(R"({"format": "gdp-device-profile", "version": 1, "profiles": [)") + profile_body + "]}";
+  return std::string(R"({"format": "gdp-device-profile", "version": 1, "profiles": [)") +
+         profile_body + "]}";
 }
 
 std::string good_profile(const std::string& kind = "") {
   return std::string(R"({"device_kind": ")") + kind + R"(", "compute_efficiency": )" + kClassMap +
-         R"(, "memory_efficiency": )" + kClassMap + R"(, "use_fp16_peak": false, "roofline_max": true})";
+         R"(, "memory_efficiency": )" + kClassMap +
+         R"(, "use_fp16_peak": false, "roofline_max": true})";
 }
 
 }  // namespace
@@ -153,8 +154,10 @@ TEST_CASE("sim/cost/a device without a peak is an InputError naming it", "[sim][
   REQUIRE_THROWS_WITH(m.op_time_s(flop_op("MatMul", 1e9, 0), dev), Catch::Contains("gpu7"));
 }
 
-TEST_CASE("sim/cost/profile JSON round-trips and the shipped default equals the built-in one", "[sim][cost][json]") {
-  CostModel a = CostModel::from_json_text(profile_text(good_profile() + "," + good_profile("V100")), "p.json");
+TEST_CASE("sim/cost/profile JSON round-trips and the shipped default equals the built-in one",
+          "[sim][cost][json]") {
+  CostModel a = CostModel::from_json_text(profile_text(good_profile() + "," + good_profile("V100")),
+                                          "p.json");
   CHECK(a.profile("V100").device_kind == "V100");
   CHECK(a.profile("K80").compute_efficiency.at(OpClass::conv) == 0.5);
   CostModel b = CostModel::from_json_text(a.to_json(), "roundtrip");
@@ -173,18 +176,21 @@ TEST_CASE("sim/cost/profile JSON is strict", "[sim][cost][json]") {
     CHECK_THAT(e, Catch::Contains("prof.json") && Catch::Contains("invalid JSON"));
   }
   SECTION("unknown key at the top level") {
-    std::string e = error_of(R"({"format": "gdp-device-profile", "version": 1, "profiles": [], "extra": 1})");
+    std::string e =
+        error_of(R"({"format": "gdp-device-profile", "version": 1, "profiles": [], "extra": 1})");
     CHECK_THAT(e, Catch::Contains("prof.json: extra") && Catch::Contains("unknown key"));
   }
   SECTION("unknown key inside a profile (misspelt class)") {
     std::string body = good_profile();
     body.replace(body.find("\"other\""), 7, "\"othre\"");
     std::string e = error_of(profile_text(body));
-    CHECK_THAT(e, Catch::Contains("profiles[0].compute_efficiency.othre") && Catch::Contains("unknown key"));
+    CHECK_THAT(e, Catch::Contains("profiles[0].compute_efficiency.othre") &&
+                      Catch::Contains("unknown key"));
   }
   SECTION("missing key") {
     std::string body = good_profile();
-    body.replace(body.find(", \"roofline_max\": true"), std::string(", \"roofline_max\": true").size(), "");
+    body.replace(body.find(", \"roofline_max\": true"),
+                 std::string(", \"roofline_max\": true").size(), "");
     std::string e = error_of(profile_text(body));
     CHECK_THAT(e, Catch::Contains("profiles[0].roofline_max") && Catch::Contains("missing key"));
   }
@@ -192,21 +198,22 @@ TEST_CASE("sim/cost/profile JSON is strict", "[sim][cost][json]") {
     std::string body = good_profile();
     body.replace(body.find("false"), 5, "\"no\"");
     std::string e = error_of(profile_text(body));
-    CHECK_THAT(e, Catch::Contains("profiles[0].use_fp16_peak") && Catch::Contains("expected true or false") &&
-                      Catch::Contains("string"));
+    CHECK_THAT(e, Catch::Contains("profiles[0].use_fp16_peak") &&
+                      Catch::Contains("expected true or false") && Catch::Contains("string"));
   }
   SECTION("negative number") {
     std::string body = good_profile();
     body.replace(body.find("0.5"), 3, "-0.5");
     std::string e = error_of(profile_text(body));
-    CHECK_THAT(e, Catch::Contains("profiles[0].compute_efficiency.matmul") && Catch::Contains("(0, 1]") &&
-                      Catch::Contains("-0.5"));
+    CHECK_THAT(e, Catch::Contains("profiles[0].compute_efficiency.matmul") &&
+                      Catch::Contains("(0, 1]") && Catch::Contains("-0.5"));
   }
   SECTION("efficiency above one") {
     std::string body = good_profile();
     body.replace(body.rfind("0.5"), 3, "1.5");
     std::string e = error_of(profile_text(body));
-    CHECK_THAT(e, Catch::Contains("profiles[0].memory_efficiency.other") && Catch::Contains("(0, 1]"));
+    CHECK_THAT(e,
+               Catch::Contains("profiles[0].memory_efficiency.other") && Catch::Contains("(0, 1]"));
   }
   SECTION("wrong format tag and version") {
     CHECK_THAT(error_of(R"({"format": "gdp-graph", "version": 1, "profiles": []})"),
@@ -215,11 +222,13 @@ TEST_CASE("sim/cost/profile JSON is strict", "[sim][cost][json]") {
                Catch::Contains("version") && Catch::Contains("expected the integer 1"));
   }
   SECTION("empty profile list and duplicate kinds") {
-    CHECK_THAT(error_of(profile_text("")), Catch::Contains("profiles") && Catch::Contains("non-empty"));
+    CHECK_THAT(error_of(profile_text("")),
+               Catch::Contains("profiles") && Catch::Contains("non-empty"));
     CHECK_THAT(error_of(profile_text(good_profile("A") + "," + good_profile("A"))),
                Catch::Contains("profiles[1].device_kind") && Catch::Contains("duplicate"));
   }
   SECTION("missing file") {
-    REQUIRE_THROWS_WITH(CostModel::from_json_file("/nonexistent/p.json"), Catch::Contains("/nonexistent/p.json"));
+    REQUIRE_THROWS_WITH(CostModel::from_json_file("/nonexistent/p.json"),
+                        Catch::Contains("/nonexistent/p.json"));
   }
 }

@@ -1,8 +1,7 @@
 // Checks the RL hot path's promise: once a SimState is warm, Simulator::step_time allocates
 // nothing. Counts calls of the global operator new (every form) in this test binary.
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstddef>
 #include <cstdlib>
@@ -40,9 +39,7 @@ void* counted_alloc_or_throw(std::size_t n, std::size_t align) {
 void* operator new(std::size_t n) { return counted_alloc_or_throw(n, 0); }
 void* operator new[](std::size_t n) { return counted_alloc_or_throw(n, 0); }
 void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n, 0); }
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
-  return counted_alloc(n, 0);
-}
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n, 0); }
 void* operator new(std::size_t n, std::align_val_t a) {
   return counted_alloc_or_throw(n, static_cast<std::size_t>(a));
 }
@@ -66,9 +63,7 @@ void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
 void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
 void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
-  std::free(p);
-}
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
 
 using namespace gdp;
 
@@ -80,7 +75,8 @@ TEST_CASE("sim/hot path/step_time allocates nothing once the state is warm", "[s
   Cluster c = make_cluster_preset("v100x4-pcie");  // multi-hop routes
   Simulator sim(g, c, CostModel());
   std::vector<Placement> ps;
-  for (uint64_t s = 0; s < 6; ++s) ps.push_back(datasets::random_placement(g, c.num_devices(), 40 + s));
+  for (uint64_t s = 0; s < 6; ++s)
+    ps.push_back(datasets::random_placement(g, c.num_devices(), 40 + s));
   ps.push_back(test::on_device(g, 0));
   auto st = sim.make_state();
   double warm = sim.step_time(ps[0], *st);

@@ -1,7 +1,6 @@
 // Simulator cases with closed-form answers worked by hand (all constants powers of two, so
 // every comparison is exact): chains, transfers, link contention, routes, memory, validity.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -287,7 +286,8 @@ TEST_CASE("sim/closed/out of memory is invalid and names device, time and bytes"
   Simulator simh(h, c, CostModel());
   SimResult rh = simh.run(placement_of({1}));
   CHECK_FALSE(rh.valid);
-  CHECK_THAT(rh.reason, Catch::Contains("gpu1") && Catch::Contains("t=0 ") && Catch::Contains("3000 bytes"));
+  CHECK_THAT(rh.reason,
+             Catch::Contains("gpu1") && Catch::Contains("t=0 ") && Catch::Contains("3000 bytes"));
   // Without the memory check the placement is valid.
   SimOptions opt;
   opt.check_memory = false;
@@ -295,7 +295,8 @@ TEST_CASE("sim/closed/out of memory is invalid and names device, time and bytes"
   CHECK(nocheck.run(placement_of({0, 0, 0})).valid);
 }
 
-TEST_CASE("sim/closed/a split colocation group is invalid and names the group and devices", "[sim]") {
+TEST_CASE("sim/closed/a split colocation group is invalid and names the group and devices",
+          "[sim]") {
   Graph g;
   Op a = timed_op("A", 0.25);
   a.colocation = "layer1/vars";
@@ -312,14 +313,16 @@ TEST_CASE("sim/closed/a split colocation group is invalid and names the group an
   SimResult r = sim.run(placement_of({0, 1, 1}));
   CHECK_FALSE(r.valid);
   CHECK(std::isinf(r.step_time_s));
-  CHECK_THAT(r.reason, Catch::Contains("layer1/vars") && Catch::Contains("gpu0") && Catch::Contains("gpu1") &&
-                           Catch::Contains("'A'") && Catch::Contains("'B'"));
+  CHECK_THAT(r.reason, Catch::Contains("layer1/vars") && Catch::Contains("gpu0") &&
+                           Catch::Contains("gpu1") && Catch::Contains("'A'") &&
+                           Catch::Contains("'B'"));
   auto st = sim.make_state();
   CHECK(std::isinf(sim.step_time(placement_of({0, 1, 1}), *st)));
   CHECK(sim.run(placement_of({1, 0, 1})).valid);
 }
 
-TEST_CASE("sim/closed/placements of the wrong length or out of range are invalid, not crashes", "[sim]") {
+TEST_CASE("sim/closed/placements of the wrong length or out of range are invalid, not crashes",
+          "[sim]") {
   Graph g = roofline_chain();
   Cluster c = full_mesh(2);
   Simulator sim(g, c, half_efficiency_model());
@@ -330,12 +333,14 @@ TEST_CASE("sim/closed/placements of the wrong length or out of range are invalid
   CHECK(std::isinf(sim.step_time(placement_of({0, 0, 0, 0}), *st)));
   SimResult r2 = sim.run(placement_of({0, 2, 0}));
   CHECK_FALSE(r2.valid);
-  CHECK_THAT(r2.reason, Catch::Contains("'B'") && Catch::Contains("device 2") && Catch::Contains("2 devices"));
+  CHECK_THAT(r2.reason,
+             Catch::Contains("'B'") && Catch::Contains("device 2") && Catch::Contains("2 devices"));
   CHECK(std::isinf(sim.step_time(placement_of({-1, 0, 0}), *st)));
   CHECK(sim.run(placement_of({0, 1, 0})).valid);  // and a good one still works afterwards
 }
 
-TEST_CASE("sim/closed/device queueing: ready ops wait in FIFO order and the critical path follows", "[sim]") {
+TEST_CASE("sim/closed/device queueing: ready ops wait in FIFO order and the critical path follows",
+          "[sim]") {
   // A and B independent; A -> C. All on gpu0. FIFO by ready time, ties by topological order.
   Graph g;
   g.add_op(timed_op("A", 0.25));
@@ -357,16 +362,17 @@ TEST_CASE("sim/closed/device queueing: ready ops wait in FIFO order and the crit
   CHECK(simt.run(placement_of({0, 0, 0})).step_time_s == 0.875);
 }
 
-TEST_CASE("sim/closed/queue policies differ where ready times and topological order disagree", "[sim]") {
+TEST_CASE("sim/closed/queue policies differ where ready times and topological order disagree",
+          "[sim]") {
   // R (root) -> X (slow, gpu1) -> Y (gpu0); R -> Z1 -> Z2 (gpu0).
   // At t=0.25 Z1 is ready on gpu0; Y becomes ready later, so FIFO and topo agree on gpu0 unless
   // a later-ready op has an earlier topological position: here P (index 1, ready late).
   Graph g;
-  g.add_op(timed_op("R", 0.25));       // 0
-  g.add_op(timed_op("P", 0.25));       // 1: consumes X, topologically early by index
-  g.add_op(timed_op("X", 0.25));       // 2 on gpu1
-  g.add_op(timed_op("Q1", 0.25));      // 3 on gpu0
-  g.add_op(timed_op("Q2", 0.25));      // 4 on gpu0
+  g.add_op(timed_op("R", 0.25));   // 0
+  g.add_op(timed_op("P", 0.25));   // 1: consumes X, topologically early by index
+  g.add_op(timed_op("X", 0.25));   // 2 on gpu1
+  g.add_op(timed_op("Q1", 0.25));  // 3 on gpu0
+  g.add_op(timed_op("Q2", 0.25));  // 4 on gpu0
   g.add_edge(0, 0, 2, 0);
   g.add_edge(2, 0, 1, 0);
   g.add_edge(0, 0, 3, 0);

@@ -1,20 +1,19 @@
 // Invariants of the simulator on seeded random DAGs of 10 to 10,000 ops: lower bounds on the
 // step time, every op runs once, dependences and device exclusivity hold, memory returns to
 // the resident level; plus determinism and parallel == sequential.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <numeric>
 
 #include "core/cluster.h"
 #include "core/io.h"
 #include "datasets/random_dag.h"
-#include "sim/sim_fixtures.h"
 #include "place/units.h"
 #include "place_helpers.h"
-#include "sim/simulator.h"
 #include "reference_sim.h"
+#include "sim/sim_fixtures.h"
+#include "sim/simulator.h"
 #include "test_paths.h"
 
 using namespace gdp;
@@ -51,7 +50,8 @@ void check_invariants(const Graph& g, const Cluster& c, const Simulator& sim, co
   REQUIRE(r.op_start_s.size() == static_cast<size_t>(n));
   for (int32_t i = 0; i < n; ++i) {
     REQUIRE(r.op_start_s[i] >= 0);
-    CHECK(r.op_end_s[i] - r.op_start_s[i] == Approx(sim.op_time_s(i, p.device[i])).epsilon(1e-9).margin(1e-15));
+    CHECK(r.op_end_s[i] - r.op_start_s[i] ==
+          Approx(sim.op_time_s(i, p.device[i])).epsilon(1e-9).margin(1e-15));
   }
 
   // Step time bounds: longest path of op times, total work / devices, busiest device.
@@ -59,7 +59,8 @@ void check_invariants(const Graph& g, const Cluster& c, const Simulator& sim, co
   double longest = 0, work = 0;
   for (int32_t i : g.topo_order()) {
     double best = 0;
-    for (int64_t k = g.in_ptr()[i]; k < g.in_ptr()[i + 1]; ++k) best = std::max(best, lp[g.edges()[g.in_edge_ids()[k]].src]);
+    for (int64_t k = g.in_ptr()[i]; k < g.in_ptr()[i + 1]; ++k)
+      best = std::max(best, lp[g.edges()[g.in_edge_ids()[k]].src]);
     lp[i] = best + sim.op_time_s(i, p.device[i]);
     longest = std::max(longest, lp[i]);
     work += sim.op_time_s(i, p.device[i]);
@@ -72,7 +73,8 @@ void check_invariants(const Graph& g, const Cluster& c, const Simulator& sim, co
   // Dependences: a consumer starts after its producer ends, plus the transfer when remote.
   for (const Edge& e : g.edges()) {
     double lower = r.op_end_s[e.src];
-    if (p.device[e.src] != p.device[e.dst]) lower += min_transfer_s(c, p.device[e.src], p.device[e.dst], e.bytes);
+    if (p.device[e.src] != p.device[e.dst])
+      lower += min_transfer_s(c, p.device[e.src], p.device[e.dst], e.bytes);
     CHECK(r.op_start_s[e.dst] >= lower * (1 - kRel));
   }
   // One op at a time per device.
@@ -117,8 +119,9 @@ TEST_CASE("sim/invariants/random DAGs from 10 to 10,000 ops", "[sim][invariants]
     const char* cluster;
     uint64_t seed;
   };
-  const Case cases[] = {{10, "v100x2-nvlink", 1},   {100, "v100x4-nvlink", 2}, {300, "v100x4-pcie", 3},
-                        {1000, "v100x8-nvlink", 4}, {1000, "p100x4-pcie", 5},  {3000, "h100x16-2node", 6},
+  const Case cases[] = {{10, "v100x2-nvlink", 1},   {100, "v100x4-nvlink", 2},
+                        {300, "v100x4-pcie", 3},    {1000, "v100x8-nvlink", 4},
+                        {1000, "p100x4-pcie", 5},   {3000, "h100x16-2node", 6},
                         {10000, "v100x8-nvlink", 7}};
   for (const Case& k : cases) {
     datasets::RandomGraphSpec spec;
@@ -164,7 +167,8 @@ TEST_CASE("sim/determinism/same placement twice gives identical results", "[sim]
   Simulator sim(g, c, CostModel(), opt);
   Placement p = datasets::random_placement(g, c.num_devices(), 5);
   SimResult a = sim.run(p);
-  sim.run(datasets::random_placement(g, c.num_devices(), 6));  // dirty the internal state in between
+  sim.run(
+      datasets::random_placement(g, c.num_devices(), 6));  // dirty the internal state in between
   SimResult b = sim.run(p);
   CHECK(a.step_time_s == b.step_time_s);
   CHECK(a.link_bytes == b.link_bytes);
@@ -191,7 +195,8 @@ TEST_CASE("sim/determinism/step_times in parallel equals sequential", "[sim][det
   Cluster c = make_cluster_preset("v100x8-nvlink");
   Simulator sim(g, c, CostModel());
   std::vector<Placement> ps;
-  for (uint64_t s = 0; s < 24; ++s) ps.push_back(datasets::random_placement(g, c.num_devices(), 100 + s));
+  for (uint64_t s = 0; s < 24; ++s)
+    ps.push_back(datasets::random_placement(g, c.num_devices(), 100 + s));
   ps.push_back(test::on_device(g, 3));
   ps.push_back(Placement{});  // invalid: wrong length => +inf
   std::vector<double> par = sim.step_times(ps);
@@ -202,7 +207,8 @@ TEST_CASE("sim/determinism/step_times in parallel equals sequential", "[sim][det
   CHECK(std::isfinite(par.front()));
 }
 
-TEST_CASE("sim/reference/fast simulator equals the readable reference on small random DAGs", "[sim][reference]") {
+TEST_CASE("sim/reference/fast simulator equals the readable reference on small random DAGs",
+          "[sim][reference]") {
   const char* clusters[] = {"v100x4-nvlink", "v100x4-pcie", "h100x16-2node"};
   int cases = 0;
   for (uint64_t seed = 1; seed <= 12; ++seed) {
@@ -219,7 +225,8 @@ TEST_CASE("sim/reference/fast simulator equals the readable reference on small r
       opt.record_op_times = true;
       opt.check_memory = false;
       Simulator sim(g, c, CostModel(), opt);
-      Placement p = datasets::random_placement(g, c.num_devices(), seed * 1000 + static_cast<uint64_t>(pol));
+      Placement p =
+          datasets::random_placement(g, c.num_devices(), seed * 1000 + static_cast<uint64_t>(pol));
       SimResult fast = sim.run(p);
       test::RefResult ref = test::reference_simulate(g, c, sim, p, pol);
       INFO("seed " << seed << " policy " << queue_policy_name(pol) << " on " << c.name);
@@ -237,11 +244,13 @@ TEST_CASE("sim/reference/fast simulator equals the readable reference on small r
   CHECK(cases == 24);
 }
 
-TEST_CASE("sim/pipedream/real measured profiles: one device sums the measured times, invariants hold", "[sim][data]") {
+TEST_CASE(
+    "sim/pipedream/real measured profiles: one device sums the measured times, invariants hold",
+    "[sim][data]") {
   GDP_REQUIRE_INPUT(test::shared_available(),
                     "the PipeDream profiles are missing: " << test::pipedream_profiles_dir());
-  for (const char* rel : {"image_classification/resnet50.txt", "image_classification/inception_v3.txt",
-                          "translation/gnmt.txt"}) {
+  for (const char* rel : {"image_classification/resnet50.txt",
+                          "image_classification/inception_v3.txt", "translation/gnmt.txt"}) {
     Graph g = read_graph_file(test::shared_dir() + "/data/pipedream-profiles/" + rel);
     Cluster c = make_cluster_preset("v100x4-nvlink");
     SimOptions opt;
