@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "core/cluster.h"
-#include "datasets/human.h"
 #include "datasets/random_dag.h"
 #include "datasets/registry.h"
+#include "place/registry.h"
 #include "sim/simulator.h"
 
 namespace {
@@ -127,7 +127,11 @@ BENCHMARK(BM_SimStepTime_50k_blocked)->Unit(benchmark::kMillisecond);
 void BM_SimStepTime_gnmt8_human(benchmark::State& state) {
   static const Graph g = datasets::generate("gnmt", datasets::GenOptions{});
   static const Cluster c = make_cluster_preset("v100x8-nvlink");
-  static const Placement p = datasets::human_placement(g, c);
+  static const Placement p = [&] {
+    const CostModel cost;
+    place::Problem problem(g, c, cost);
+    return place::place(place::prepare(place::registry(), "human"), problem, {}, 1).placement;
+  }();
   Simulator sim(g, c, CostModel());
   auto st = sim.make_state();
   double sink = 0;

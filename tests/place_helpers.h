@@ -1,5 +1,5 @@
-// Test helpers: a placement by registry method name (default options, seed 1, no budget), and
-// the human placement with its report.
+// Test helpers: a placement by registry method name (default options, seed 1, no budget), the
+// human placement with its report, and a small real graph.
 #pragma once
 
 #include <string>
@@ -7,6 +7,7 @@
 #include "core/cluster.h"
 #include "core/graph.h"
 #include "core/placement.h"
+#include "datasets/registry.h"
 #include "place/human.h"
 #include "place/registry.h"
 #include "sim/cost_model.h"

@@ -10,6 +10,7 @@
 #include "datasets/registry.h"
 #include "datasets/suite.h"
 #include "eval/evaluate.h"
+#include "place_helpers.h"
 #include "test_paths.h"
 
 using namespace gdp;
@@ -24,16 +25,6 @@ datasets::SuiteEntry entry_of(const std::string& name, Graph g, const std::strin
   e.cluster = read_cluster(cluster);
   e.cluster_name = cluster;
   return e;
-}
-
-Graph rnnlm() {
-  datasets::GenOptions o;
-  o.layers = 2;
-  o.seq_len = 4;
-  o.hidden = 32;
-  o.vocab = 50;
-  o.batch = 4;
-  return datasets::generate("rnnlm", o);
 }
 
 // Two ops holding 10 GiB of weights each: together they overflow one 16 GiB V100 (the
@@ -69,7 +60,7 @@ eval::Spec spec_of(std::vector<std::pair<std::string, std::string>> methods,
 
 TEST_CASE("eval/grid: entries x methods x seeds in order, with typed validity", "[eval]") {
   std::vector<datasets::SuiteEntry> es;
-  es.push_back(entry_of("rnn", rnnlm(), "v100x2-nvlink"));
+  es.push_back(entry_of("rnn", test::small_rnnlm(), "v100x2-nvlink"));
   es.push_back(entry_of("heavy", heavy(), "v100x2-nvlink"));
   const eval::Spec spec = spec_of({{"single", ""},
                                    {"round-robin", ""},
@@ -119,7 +110,7 @@ TEST_CASE("eval/grid: entries x methods x seeds in order, with typed validity", 
 }
 
 TEST_CASE("eval/split colocation and malformed placements are typed", "[eval]") {
-  Graph g = rnnlm();
+  Graph g = test::small_rnnlm();
   const Cluster c = read_cluster("v100x2-nvlink");
   CostModel cost;
   place::Problem problem(g, c, cost);
@@ -141,7 +132,7 @@ TEST_CASE("eval/split colocation and malformed placements are typed", "[eval]") 
 
 TEST_CASE("eval/methods and options are checked before anything runs", "[eval]") {
   std::vector<datasets::SuiteEntry> es;
-  es.push_back(entry_of("rnn", rnnlm(), "v100x2-nvlink"));
+  es.push_back(entry_of("rnn", test::small_rnnlm(), "v100x2-nvlink"));
   int ran = 0;
   auto count = [&](const eval::Record&, size_t, size_t) { ++ran; };
   CHECK_THROWS_AS(eval::evaluate(es, spec_of({{"single", ""}, {"nosuch", ""}}), CostModel(),
@@ -155,8 +146,8 @@ TEST_CASE("eval/methods and options are checked before anything runs", "[eval]")
 
 TEST_CASE("eval/deterministic: the same spec gives the same records and placements", "[eval]") {
   std::vector<datasets::SuiteEntry> es;
-  es.push_back(entry_of("rnn", rnnlm(), "v100x4-nvlink"));
-  es.push_back(entry_of("rnn_k80", rnnlm(), "k80x2-pcie"));
+  es.push_back(entry_of("rnn", test::small_rnnlm(), "v100x4-nvlink"));
+  es.push_back(entry_of("rnn_k80", test::small_rnnlm(), "k80x2-pcie"));
   eval::Spec spec = spec_of({{"random", R"({"samples": 24})"}, {"human", ""}}, {3, 4});
   spec.keep_placements = true;
   size_t last_done = 0, total = 0;
@@ -180,7 +171,7 @@ TEST_CASE("eval/deterministic: the same spec gives the same records and placemen
 }
 
 TEST_CASE("eval/reference placements of a suite are cells of their own", "[eval]") {
-  Graph g = rnnlm();
+  Graph g = test::small_rnnlm();
   std::vector<datasets::SuiteEntry> es;
   es.push_back(entry_of("with_ref", g, "v100x2-nvlink"));
   es.push_back(entry_of("without", g, "v100x2-nvlink"));

@@ -135,13 +135,7 @@ TEST_CASE("place/units: colocation groups are one unit, numbered in topological 
 }
 
 TEST_CASE("place/random: best of N, colocation kept, deterministic, within the budget", "[place]") {
-  datasets::GenOptions o;
-  o.layers = 2;
-  o.seq_len = 4;
-  o.hidden = 32;
-  o.vocab = 50;
-  o.batch = 4;
-  const Graph g = datasets::generate("rnnlm", o);
+  const Graph g = test::small_rnnlm();
   const Cluster c = read_cluster("v100x4-nvlink");
   CostModel cost;
   place::Problem problem(g, c, cost);
