@@ -21,6 +21,17 @@ inline Placement place_by(const std::string& method, const Graph& g, const Clust
       .placement;
 }
 
+// A 2-layer RNN language model of a few hundred ops: the small real graph of many tests.
+inline Graph small_rnnlm() {
+  datasets::GenOptions o;
+  o.layers = 2;
+  o.seq_len = 4;
+  o.hidden = 32;
+  o.vocab = 50;
+  o.batch = 4;
+  return datasets::generate("rnnlm", o);
+}
+
 // The human placement with its strategy report (default cost model).
 inline Placement human(const Graph& g, const Cluster& c,
                        place::HumanPlacementInfo* info = nullptr) {
