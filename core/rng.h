@@ -7,7 +7,10 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <random>
+#include <sstream>
+#include <string>
 #include <vector>
 
 namespace gdp {
@@ -66,6 +69,30 @@ class Rng {
     return r * std::cos(6.283185307179586 * u2);
   }
   double normal(double mean, double stddev) { return mean + stddev * normal(); }
+
+  // The whole state as text (checkpoints: a resumed run continues the same stream).
+  std::string state() const {
+    std::ostringstream os;
+    os.precision(17);
+    os << gen_ << ' ' << (has_spare_ ? 1 : 0) << ' ' << std::hexfloat << spare_;
+    return os.str();
+  }
+  // Restores a state() string; false (and the stream unchanged) when it is not one.
+  bool set_state(const std::string& s) {
+    std::istringstream is(s);
+    std::mt19937_64 g;
+    int spare_flag = 0;
+    std::string spare_text;
+    if (!(is >> g >> spare_flag >> spare_text) || (spare_flag != 0 && spare_flag != 1))
+      return false;
+    char* end = nullptr;
+    const double spare = std::strtod(spare_text.c_str(), &end);
+    if (end == spare_text.c_str() || *end != '\0') return false;
+    gen_ = g;
+    has_spare_ = spare_flag == 1;
+    spare_ = spare;
+    return true;
+  }
 
  private:
   std::mt19937_64 gen_;
