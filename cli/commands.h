@@ -12,5 +12,6 @@ int cmd_simulate(int argc, char** argv);  // cli/cmd_simulate.cpp
 int cmd_gen(int argc, char** argv);       // cli/cmd_gen.cpp (datasets)
 int cmd_place(int argc, char** argv);     // cli/cmd_place.cpp (place/ registry)
 int cmd_compare(int argc, char** argv);   // cli/cmd_compare.cpp: the README's main job
+int cmd_train(int argc, char** argv);     // cli/cmd_train.cpp (rl/)
 
 }  // namespace gdp::cli

@@ -7,6 +7,8 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "place/registry.h"
+#include "rl/register.h"
 
 namespace {
 
@@ -24,6 +26,7 @@ const Command kCommands[] = {
     {"gen", gdp::cli::cmd_gen, "generate a workload graph (paper models, random families)"},
     {"place", gdp::cli::cmd_place, "compute a placement with a registered method (--list)"},
     {"compare", gdp::cli::cmd_compare, "simulate a suite under several placements and compare"},
+    {"train", gdp::cli::cmd_train, "train the GDP policy with PPO (one graph, a suite, resume)"},
 };
 
 void usage(FILE* f) {
@@ -35,6 +38,8 @@ void usage(FILE* f) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Modules that bring placement methods register them once; the commands look names up.
+  gdp::rl::register_methods(gdp::place::registry());
   if (argc < 2) {
     usage(stderr);
     return 2;

@@ -16,7 +16,18 @@ Run::Run(const Problem& problem, const std::string& method, Budget budget, uint6
       start_(std::chrono::steady_clock::now()) {}
 
 double Run::elapsed_s() const {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  return offset_s_ +
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+void Run::restore(int64_t samples, Placement best, double best_step_s,
+                  std::vector<CurvePoint> curve, double elapsed_s) {
+  samples_ = samples;
+  best_ = std::move(best);
+  best_step_s_ = best_step_s;
+  curve_ = std::move(curve);
+  start_ = std::chrono::steady_clock::now();
+  offset_s_ = elapsed_s;
 }
 
 int64_t Run::samples_left() const {

@@ -77,6 +77,10 @@ class Run {
   void set_target_samples(int64_t n) { target_samples_ = n; }
   // Calls the progress callback (if any) with the current figures.
   void progress(const std::string& message = "");
+  // Continues a run saved earlier (a resumed training): its samples, best placement and
+  // curve, and the seconds it had run (elapsed_s() continues from there).
+  void restore(int64_t samples, Placement best, double best_step_s, std::vector<CurvePoint> curve,
+               double elapsed_s);
   // A one-line note for the report (what the method did).
   void set_note(std::string note) { note_ = std::move(note); }
   const std::string& note() const { return note_; }
@@ -88,6 +92,7 @@ class Run {
   uint64_t seed_;
   ProgressFn progress_fn_;
   std::chrono::steady_clock::time_point start_;
+  double offset_s_ = 0;  // seconds run before a restore
   int64_t samples_ = 0;
   int64_t target_samples_ = 0;
   Placement best_;

@@ -1,0 +1,118 @@
+// `gdp train`: trains the GDP policy with PPO (rl/session.h): on one graph (GDP-one), on every
+// graph of a suite (GDP-batch, pre-training), from another run's policy (--init: fine-tuning),
+// or continues a killed run (--resume).
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "core/io.h"
+#include "core/json_strict.h"
+#include "rl/session.h"
+
+namespace gdp::cli {
+
+namespace {
+
+// One line per iteration and graph, with an estimate of the time left under the budget.
+rl::IterationFn printer(const place::Budget& budget) {
+  return [budget](const std::vector<rl::IterationStats>& rows, const rl::Trainer& t) {
+    const double wall = t.wall_s();
+    const double rate = wall > 0 ? static_cast<double>(t.total_samples()) / wall : 0;
+    std::string eta;
+    double left = -1;
+    if (budget.samples > 0 && rate > 0)
+      left = static_cast<double>(budget.samples - t.total_samples()) / rate;
+    if (budget.seconds > 0)
+      left = left < 0 ? budget.seconds - wall : std::min(left, budget.seconds - wall);
+    if (left >= 0) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, ", about %.0f s left", left);
+      eta = buf;
+    }
+    for (const auto& r : rows) {
+      char best[24] = "-", mean[24] = "-";
+      if (std::isfinite(r.best_step_s))
+        std::snprintf(best, sizeof best, "%.4f", r.best_step_s * 1e3);
+      if (std::isfinite(r.mean_step_s))
+        std::snprintf(mean, sizeof mean, "%.4f", r.mean_step_s * 1e3);
+      std::printf(
+          "iter %5lld %-24s best %10s ms  mean %10s ms  invalid %4.2f  entropy %.3f  "
+          "%.0f samples/s%s\n",
+          static_cast<long long>(r.iteration), r.graph.c_str(), best, mean, r.invalid_frac,
+          r.entropy, rate, eta.c_str());
+    }
+    std::fflush(stdout);
+  };
+}
+
+}  // namespace
+
+int cmd_train(int argc, char** argv) {
+  Args a(argc, argv,
+         {"--graph", "--cluster", "--suite", "--out", "--config", "--samples", "--seconds",
+          "--seed", "--device", "--init", "--resume", "--profile", "--iterations"},
+         {"--quiet"});
+  if (a.help()) {
+    std::printf(
+        "usage: gdp train --graph G --cluster C --out DIR [options]     (GDP-one)\n"
+        "       gdp train --suite S.json --out DIR [options]            (GDP-batch, pre-training)\n"
+        "       gdp train --resume DIR [--iterations N]\n\n"
+        "Trains the GDP policy with PPO against the simulator and writes DIR/config.json,\n"
+        "log.csv, best.json (best-<graph>.json per graph of a suite), the checkpoint\n"
+        "(state.json + ckpt-<iteration>.bin, atomic) and summary.json (docs/policy.md).\n"
+        "  --config F      training configuration JSON (rl/trainer.h; docs/policy.md)\n"
+        "  --samples N     budget: simulated placements over all graphs (default 5000 per graph\n"
+        "                  when neither --samples nor --seconds is given)\n"
+        "  --seconds S     budget: wall-clock seconds\n"
+        "  --seed S        seed (default 1): the same seed gives the same run\n"
+        "  --init DIR      start from the policy of another run (fine-tuning)\n"
+        "  --profile F     device profile JSON for the cost model (default: built-in)\n"
+        "  --device D      cpu (default) or cuda\n"
+        "  --iterations N  stop after N iterations (the checkpoint lets --resume continue)\n"
+        "  --resume DIR    continue a killed or stopped run to its budget\n"
+        "  --quiet         no per-iteration lines\n");
+    return 0;
+  }
+  if (!a.positional().empty()) throw UsageError("unexpected argument '" + a.positional()[0] + "'");
+  const int64_t iterations = a.integer("--iterations", 0, 1, INT64_MAX);
+  if (a.has("--resume")) {
+    for (const char* f : {"--graph", "--cluster", "--suite", "--out", "--config", "--samples",
+                          "--seconds", "--seed", "--device", "--init", "--profile"})
+      if (a.has(f))
+        throw UsageError(std::string("--resume takes the run's own settings; drop ") + f);
+    const std::string dir = a.get("--resume");
+    rl::resume(dir, a.has("--quiet") ? rl::IterationFn() : printer(place::Budget()), iterations);
+    std::printf("%s: resumed and finished (summary.json)\n", dir.c_str());
+    return 0;
+  }
+  rl::SessionSpec s;
+  if (a.has("--suite")) {
+    if (a.has("--graph") || a.has("--cluster"))
+      throw UsageError("give --suite, or --graph and --cluster, not both");
+    s.suite_path = a.get("--suite");
+  } else {
+    s.graph_path = a.require("--graph");
+    s.cluster = a.require("--cluster");
+  }
+  const std::string out = a.require("--out");
+  if (a.has("--config")) {
+    const std::string path = a.get("--config");
+    s.config = rl::TrainConfig::from_json(StrictJson(path).parse(read_text_file(path)), path);
+  }
+  s.budget.samples = a.integer("--samples", 0, 1, int64_t{1} << 40);
+  s.budget.seconds = a.number("--seconds", 0, 1e-3, 1e9);
+  s.seed = static_cast<uint64_t>(a.integer("--seed", 1, 0, INT64_MAX));
+  s.device = a.get("--device", "cpu");
+  if (s.device != "cpu" && s.device != "cuda")
+    throw UsageError("--device expects cpu or cuda, got '" + s.device + "'");
+  s.init_dir = a.get("--init");
+  s.profile_path = a.get("--profile");
+  s.max_iterations = iterations;
+  rl::train(s, out, a.has("--quiet") ? rl::IterationFn() : printer(s.budget));
+  std::printf("%s: done (summary.json)\n", out.c_str());
+  return 0;
+}
+
+}  // namespace gdp::cli

@@ -1,0 +1,108 @@
+// The GDP policy as a place/ method ("gdp"): without a checkpoint it trains a fresh policy on
+// the problem within the run's budget (GDP-one) and returns the best placement it simulated;
+// with a checkpoint it places zero-shot (greedy, or the best of N samples and the greedy one),
+// or fine-tunes from it within the budget.
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+#include "nn/autograd.h"
+#include "place/registry.h"
+#include "rl/register.h"
+#include "rl/session.h"
+#include "rl/trainer.h"
+
+namespace gdp::rl {
+
+namespace {
+
+constexpr int64_t kDefaultSamples = 2000;  // GDP-one / fine-tuning with no budget given
+
+class GdpPlacer : public place::Placer {
+ public:
+  explicit GdpPlacer(const place::Options& o)
+      : checkpoint_(o.string("checkpoint")),
+        samples_(o.integer("samples")),
+        fine_tune_(o.boolean("fine_tune")),
+        config_(TrainConfig::from_json(o.object("config"), "method 'gdp': options.config")) {
+    if (fine_tune_ && checkpoint_.empty())
+      throw InputError("method 'gdp': options.fine_tune: needs options.checkpoint");
+  }
+
+  Placement place(place::Run& run) override {
+    const place::Problem& pb = run.problem();
+    std::unique_ptr<Policy> init;
+    if (!checkpoint_.empty()) init = load_policy(checkpoint_);
+    if (init && !fine_tune_) return zero_shot(run, *init);
+    place::Budget budget = run.budget();
+    if (!budget.limited()) budget.samples = kDefaultSamples;
+    Trainer t(config_, {TrainGraph{pb.graph().name, &pb.graph(), &pb.cluster(), &run}}, pb.cost(),
+              run.seed(), init.get());
+    while (!t.done(budget)) {
+      const auto rows = t.step();
+      char msg[96];
+      std::snprintf(msg, sizeof msg, "iteration %lld, entropy %.3f",
+                    static_cast<long long>(rows[0].iteration), rows[0].entropy);
+      run.progress(msg);
+    }
+    char note[192];
+    std::snprintf(note, sizeof note,
+                  "%s: %lld PPO iterations, best at sample %lld; reference %s %.4g s",
+                  init ? "fine-tuned" : "GDP-one", static_cast<long long>(t.iteration()),
+                  static_cast<long long>(t.samples_to_best(0)), t.reference_method(0).c_str(),
+                  t.reference_step_s(0));
+    run.set_note(note);
+    if (run.has_best()) return run.best();
+    return zero_shot_greedy(pb, t.policy());  // nothing valid was sampled
+  }
+
+ private:
+  static Placement zero_shot_greedy(const place::Problem& pb, const Policy& policy) {
+    nn::NoGradGuard no_grad;
+    const PolicyInput in = policy.prepare(pb.graph(), pb.cluster());
+    const nn::Var logits = policy.forward(in);
+    return placement_of(in.units, greedy_actions(logits.value()), 0);
+  }
+
+  Placement zero_shot(place::Run& run, const Policy& policy) {
+    const place::Problem& pb = run.problem();
+    nn::NoGradGuard no_grad;
+    const PolicyInput in = policy.prepare(pb.graph(), pb.cluster());
+    const nn::Var logits = policy.forward(in);
+    std::vector<Placement> ps{placement_of(in.units, greedy_actions(logits.value()), 0)};
+    Rng rng(run.seed());
+    const int32_t n = static_cast<int32_t>(
+        std::min<int64_t>(samples_, std::max<int64_t>(0, run.samples_left() - 1)));
+    const std::vector<int32_t> acts = sample_actions(logits.value(), n, rng);
+    for (int32_t k = 0; k < n; ++k) ps.push_back(placement_of(in.units, acts, k));
+    run.evaluate(ps);
+    run.set_note("zero-shot: greedy" +
+                 (n ? " and " + std::to_string(n) + " samples" : std::string()) + " from " +
+                 checkpoint_);
+    return run.has_best() ? run.best() : ps[0];
+  }
+
+  std::string checkpoint_;
+  int64_t samples_;
+  bool fine_tune_;
+  TrainConfig config_;
+};
+
+}  // namespace
+
+void register_methods(place::Registry& r) {
+  r.add(place::MethodInfo{
+      "gdp",
+      "the GDP policy (GraphSAGE + segment-recurrent attention + superposition, PPO): trains on "
+      "the graph within the budget, or places zero-shot / fine-tunes from a checkpoint",
+      {place::string_option("checkpoint", "", {},
+                            "a `gdp train` output DIR; empty: train a fresh policy (GDP-one)"),
+       place::integer_option("samples", 0, 0, int64_t{1} << 30,
+                             "zero-shot: the best of the greedy placement and N samples"),
+       place::boolean_option("fine_tune", false, "train from the checkpoint within the budget"),
+       place::object_option("config", "training configuration (rl/trainer.h TrainConfig)")},
+      true,
+      [](const place::Options& o) { return std::make_unique<GdpPlacer>(o); }});
+}
+
+}  // namespace gdp::rl

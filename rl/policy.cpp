@@ -1,0 +1,181 @@
+// The GDP policy network: configuration, per-graph inputs, forward pass, sampling.
+#include "rl/policy.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/json_strict.h"
+#include "nn/graph_ops.h"
+#include "nn/ops.h"
+#include "nn/sampling.h"
+
+namespace gdp::rl {
+
+namespace {
+
+constexpr double kMaskLogit = -1e9;
+
+int32_t int_key(const StrictJson& sj, const nlohmann::json& j, const char* key, int32_t def,
+                int32_t lo, int32_t hi) {
+  if (!j.contains(key)) return def;
+  return static_cast<int32_t>(sj.integer(j, key, "", lo, hi));
+}
+bool bool_key(const StrictJson& sj, const nlohmann::json& j, const char* key, bool def) {
+  return j.contains(key) ? sj.boolean(j, key, "") : def;
+}
+
+}  // namespace
+
+PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string& source) {
+  StrictJson sj(source);
+  sj.check_keys(
+      j, "", {},
+      {"max_devices", "type_embedding", "width", "sage_layers", "attention", "attention_layers",
+       "heads", "ffn", "segment", "memory", "superposition", "film_hidden"});
+  PolicyConfig c;
+  c.max_devices = int_key(sj, j, "max_devices", c.max_devices, 1, 1024);
+  c.type_embedding = int_key(sj, j, "type_embedding", c.type_embedding, 1, 4096);
+  c.width = int_key(sj, j, "width", c.width, 1, 8192);
+  c.sage_layers = int_key(sj, j, "sage_layers", c.sage_layers, 1, 16);
+  c.attention = bool_key(sj, j, "attention", c.attention);
+  c.attention_layers = int_key(sj, j, "attention_layers", c.attention_layers, 1, 32);
+  c.heads = int_key(sj, j, "heads", c.heads, 1, 256);
+  c.ffn = int_key(sj, j, "ffn", c.ffn, 1, 65536);
+  c.segment = int_key(sj, j, "segment", c.segment, 1, 1 << 20);
+  c.memory = int_key(sj, j, "memory", c.memory, 0, 1 << 20);
+  c.superposition = bool_key(sj, j, "superposition", c.superposition);
+  c.film_hidden = int_key(sj, j, "film_hidden", c.film_hidden, 1, 65536);
+  if (c.width % c.heads != 0)
+    sj.fail("heads", "expected a divisor of width " + std::to_string(c.width) + ", got " +
+                         std::to_string(c.heads));
+  return c;
+}
+
+nlohmann::ordered_json PolicyConfig::to_json() const {
+  nlohmann::ordered_json j;
+  j["max_devices"] = max_devices;
+  j["type_embedding"] = type_embedding;
+  j["width"] = width;
+  j["sage_layers"] = sage_layers;
+  j["attention"] = attention;
+  j["attention_layers"] = attention_layers;
+  j["heads"] = heads;
+  j["ffn"] = ffn;
+  j["segment"] = segment;
+  j["memory"] = memory;
+  j["superposition"] = superposition;
+  j["film_hidden"] = film_hidden;
+  return j;
+}
+
+template <typename T>
+BasicPolicy<T>::BasicPolicy(const PolicyConfig& config, OpVocabulary vocab, uint64_t seed)
+    : config_(config), vocab_(std::move(vocab)), rng_(seed) {
+  const PolicyConfig& c = config_;
+  const int32_t D = c.width, E = c.type_embedding, A = c.max_devices;
+  auto bound = [](int64_t fan_in) { return 1.0 / std::sqrt(static_cast<double>(fan_in)); };
+  type_table_ = params_.add_normal("embed.type", {vocab_.size(), E}, 1.0, rng_);
+  w_in_ = params_.add_uniform("in.w", {D, kNodeFeatures + E}, bound(kNodeFeatures + E), rng_);
+  b_in_ = params_.add_uniform("in.b", {D}, bound(kNodeFeatures + E), rng_);
+  w_g_ = params_.add_uniform("in.w_graph", {D, kGraphFeatures}, bound(kGraphFeatures), rng_);
+  sage_ = std::make_unique<nn::BasicSageEncoder<T>>(
+      params_, "sage", nn::SageConfig{D, D, c.sage_layers, true}, rng_);
+  const int32_t film_layers = c.attention ? c.attention_layers : 1;
+  if (c.superposition)
+    film_ = std::make_unique<nn::BasicSuperposition<T>>(
+        params_, "film", nn::SuperpositionConfig{D, c.film_hidden, film_layers}, rng_);
+  if (c.attention) {
+    xl_ = std::make_unique<nn::BasicTransformerXL<T>>(
+        params_, "xl",
+        nn::TransformerXLConfig{D, c.heads, c.attention_layers, c.ffn, c.segment, c.memory, false,
+                                1e-5},
+        rng_);
+  } else {
+    w_m_ = params_.add_uniform("mlp.w", {D, D}, bound(D), rng_);
+    b_m_ = params_.add_uniform("mlp.b", {D}, bound(D), rng_);
+  }
+  // A small output layer: the first placements are close to uniform, as PPO wants.
+  w_out_ = params_.add_uniform("out.w", {A, D}, 0.01 * bound(D), rng_);
+  b_out_ = params_.add_constant("out.b", {A}, T(0));
+}
+
+template <typename T>
+BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c) const {
+  const int32_t D = c.num_devices();
+  if (D > config_.max_devices)
+    throw InputError("policy: cluster '" + c.name + "' has " + std::to_string(D) +
+                     " devices; this policy places on at most max_devices = " +
+                     std::to_string(config_.max_devices));
+  BasicPolicyInput<T> in;
+  in.features = featurize(g, c, vocab_);
+  in.units = place::Units::colocation(g);
+  in.num_devices = D;
+  const int32_t N = g.num_ops(), U = in.units.num_units(), A = config_.max_devices;
+  in.unit_of_topo.resize(N);
+  std::vector<T> count(U, T(0));
+  for (int32_t k = 0; k < N; ++k) {
+    const int32_t u = in.units.unit_of[in.features.topo[k]];
+    in.unit_of_topo[k] = u;
+    count[u] += T(1);
+  }
+  std::vector<T> scale(U);
+  for (int32_t u = 0; u < U; ++u) scale[u] = T(1) / count[u];
+  in.unit_scale = nn::BasicTensor<T>::from_vector({U, 1}, scale);
+  std::vector<T> mask(A, T(0));
+  for (int32_t a = D; a < A; ++a) mask[a] = T(kMaskLogit);
+  in.mask = nn::BasicTensor<T>::from_vector({1, A}, mask);
+  in.x = in.features.x.template cast<T>();
+  in.stats = in.features.graph_stats.template cast<T>();
+  return in;
+}
+
+template <typename T>
+nn::BasicVar<T> BasicPolicy<T>::forward(const BasicPolicyInput<T>& in) const {
+  using V = nn::BasicVar<T>;
+  const V x(in.x), stats(in.stats);
+  const V e = nn::embedding(type_table_, in.features.op_type);
+  // Graph statistics enter every node as a learned bias (broadcast over the rows).
+  const V h0 = nn::relu(
+      nn::add(nn::linear(nn::concat<T>({x, e}, 1), w_in_, b_in_), nn::linear(stats, w_g_, V())));
+  const V h = sage_->forward(h0, in.features.adj);
+  const V ht = nn::gather_rows(h, in.features.topo);
+  const V film = film_ ? film_->forward(ht) : V();
+  V o;
+  if (xl_) {
+    o = xl_->forward(ht, film);
+  } else {
+    o = nn::relu(nn::linear(ht, w_m_, b_m_));
+    if (film.defined()) o = nn::film_modulate(o, film, 0);
+  }
+  const V node_logits = nn::linear(o, w_out_, b_out_);
+  const V unit_sum = nn::scatter_add_rows(node_logits, in.unit_of_topo, in.num_units());
+  return nn::add(nn::mul(unit_sum, V(in.unit_scale)), V(in.mask));
+}
+
+std::vector<int32_t> sample_actions(const nn::Tensor& logits, int32_t K, Rng& rng) {
+  const nn::Tensor l = logits.cpu().contiguous();
+  const int32_t U = static_cast<int32_t>(l.dim(0)), A = static_cast<int32_t>(l.dim(1));
+  std::vector<int32_t> actions(static_cast<size_t>(K) * U);
+  for (int32_t k = 0; k < K; ++k)
+    nn::categorical_sample(actions.data() + static_cast<size_t>(k) * U, l.data(), U, A, rng);
+  return actions;
+}
+
+std::vector<int32_t> greedy_actions(const nn::Tensor& logits) {
+  const nn::Tensor l = logits.cpu().contiguous();
+  const int32_t U = static_cast<int32_t>(l.dim(0)), A = static_cast<int32_t>(l.dim(1));
+  std::vector<int32_t> actions(U);
+  nn::categorical_argmax(actions.data(), l.data(), U, A);
+  return actions;
+}
+
+Placement placement_of(const place::Units& units, const std::vector<int32_t>& actions, int32_t k) {
+  const size_t U = static_cast<size_t>(units.num_units());
+  return units.expand(std::vector<int32_t>(actions.begin() + k * U, actions.begin() + (k + 1) * U));
+}
+
+template class BasicPolicy<float>;
+template class BasicPolicy<double>;
+
+}  // namespace gdp::rl

@@ -1,0 +1,116 @@
+// The GDP policy network (Zhou et al. 2019), from nn/ modules: one forward pass places every
+// op of a graph (a single shot, not op by op).
+//
+//   x (N, F) | embed(op type) (N, E) -> h0 = relu(W_in [x | e] + W_g stats + b)   (N, D)
+//   h = GraphSAGE_k(h0)                     predecessors and successors apart      (N, D)
+//   h_t = h in topological order                                                   (N, D)
+//   film = Superposition(h_t)               graph embedding gates each layer       (2L, D)
+//   o = TransformerXL(h_t, film)            segments of S nodes, memory M, rel pos (N, D)
+//       (ablation "attention": false -> o = film(relu(W_m h_t + b_m)), a per-node MLP)
+//   node logits = W_o o + b_o                                                      (N, A)
+//   unit logits = mean over each placement unit's nodes, + mask                    (U, A)
+// A = max_devices; the columns of devices the cluster does not have are masked (-1e9), so one
+// policy serves clusters of 2..A devices. A unit is a colocation group or a lone op
+// (place/units.h): a group takes one decision.
+//
+// Glossary: N = ops, U = placement units, A = device slots, F = node features (rl/features.h),
+// E = op-type embedding, D = width, L = attention layers, S = segment, M = memory.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/graph.h"
+#include "core/rng.h"
+#include "nn/autograd.h"
+#include "nn/parameters.h"
+#include "nn/sage.h"
+#include "nn/superposition.h"
+#include "nn/transformer_xl.h"
+#include "place/units.h"
+#include "rl/features.h"
+
+namespace gdp::rl {
+
+struct PolicyConfig {
+  int32_t max_devices = 8;       // A
+  int32_t type_embedding = 16;   // E
+  int32_t width = 64;            // D
+  int32_t sage_layers = 2;       // k
+  bool attention = true;         // false: a per-node MLP instead (ablation)
+  int32_t attention_layers = 2;  // L
+  int32_t heads = 4;
+  int32_t ffn = 256;
+  int32_t segment = 128;      // S
+  int32_t memory = 128;       // M
+  bool superposition = true;  // false: no graph-level gating (ablation)
+  int32_t film_hidden = 64;
+
+  // Strict: unknown keys, wrong types and impossible values are InputErrors naming `source`
+  // and the key. Missing keys keep their defaults.
+  static PolicyConfig from_json(const nlohmann::json& j, const std::string& source);
+  nlohmann::ordered_json to_json() const;  // every key
+};
+
+// What the policy needs of one (graph, cluster), computed once and reused every iteration.
+template <typename T>
+struct BasicPolicyInput {
+  NodeFeatures features;
+  place::Units units;
+  std::vector<int64_t> unit_of_topo;  // (N) unit of the op at each topological position
+  nn::BasicTensor<T> unit_scale;      // (U, 1) 1 / ops in the unit
+  nn::BasicTensor<T> mask;            // (1, A) 0 for the cluster's devices, -1e9 beyond
+  nn::BasicTensor<T> x, stats;        // features as T
+  int32_t num_devices = 0;
+  int32_t num_units() const { return units.num_units(); }
+};
+
+template <typename T>
+class BasicPolicy {
+ public:
+  // Parameters initialized from `seed` (the same seed gives the same network).
+  BasicPolicy(const PolicyConfig& config, OpVocabulary vocab, uint64_t seed);
+  BasicPolicy(const BasicPolicy&) = delete;
+  BasicPolicy& operator=(const BasicPolicy&) = delete;
+
+  // Throws InputError when the cluster has more devices than max_devices.
+  BasicPolicyInput<T> prepare(const Graph& g, const Cluster& c) const;
+  // Unit logits (U, A), masked beyond the cluster's devices.
+  nn::BasicVar<T> forward(const BasicPolicyInput<T>& in) const;
+
+  const PolicyConfig& config() const { return config_; }
+  const OpVocabulary& vocabulary() const { return vocab_; }
+  nn::BasicParameterBuffer<T>& params() { return params_; }
+  const nn::BasicParameterBuffer<T>& params() const { return params_; }
+
+ private:
+  PolicyConfig config_;
+  OpVocabulary vocab_;
+  Rng rng_;  // initialization only; declared before the modules it initializes
+  nn::BasicParameterBuffer<T> params_;
+  nn::BasicVar<T> type_table_;         // (V, E)
+  nn::BasicVar<T> w_in_, b_in_, w_g_;  // (D, F + E), (D), (D, G)
+  std::unique_ptr<nn::BasicSageEncoder<T>> sage_;
+  std::unique_ptr<nn::BasicSuperposition<T>> film_;
+  std::unique_ptr<nn::BasicTransformerXL<T>> xl_;
+  nn::BasicVar<T> w_m_, b_m_;      // (D, D), (D): the MLP of the no-attention ablation
+  nn::BasicVar<T> w_out_, b_out_;  // (A, D), (A)
+};
+
+using Policy = BasicPolicy<float>;
+using PolicyD = BasicPolicy<double>;
+using PolicyInput = BasicPolicyInput<float>;
+using PolicyInputD = BasicPolicyInput<double>;
+
+// Sampling from unit logits (values, no tape). actions (K * U), sample-major; the same rng
+// state gives the same actions.
+std::vector<int32_t> sample_actions(const nn::Tensor& logits, int32_t K, Rng& rng);
+std::vector<int32_t> greedy_actions(const nn::Tensor& logits);
+// The placement of sample k: every op on its unit's device.
+Placement placement_of(const place::Units& units, const std::vector<int32_t>& actions, int32_t k);
+
+}  // namespace gdp::rl

@@ -1,0 +1,298 @@
+// A training run on disk: config.json, log.csv, best placements, checkpoints, summary.json.
+#include "rl/session.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+#include "core/io.h"
+#include "core/json_strict.h"
+#include "datasets/suite.h"
+#include "nn/checkpoint.h"
+#ifdef GDP_HAVE_CUDA
+#include "cuda/kernels.h"
+#endif
+
+namespace gdp::rl {
+
+namespace {
+
+namespace fs = std::filesystem;
+constexpr int kSessionVersion = 1;
+
+// The graphs and clusters of a session, materialized (they outlive the trainer).
+struct Materialized {
+  std::vector<std::string> names;
+  std::vector<Graph> graphs;
+  std::vector<Cluster> clusters;
+  CostModel cost;
+};
+
+std::unique_ptr<Materialized> materialize(const SessionSpec& s) {
+  auto m = std::make_unique<Materialized>();
+  if (!s.profile_path.empty()) m->cost = CostModel::from_json_file(s.profile_path);
+  if (!s.suite_path.empty()) {
+    for (auto& e : datasets::load_suite(s.suite_path)) {
+      m->names.push_back(e.name);
+      m->graphs.push_back(std::move(e.graph));
+      m->clusters.push_back(std::move(e.cluster));
+    }
+  } else {
+    m->graphs.push_back(read_graph_file(s.graph_path));
+    m->clusters.push_back(read_cluster(s.cluster));
+    m->names.push_back(m->graphs.back().name);
+  }
+  return m;
+}
+
+std::vector<TrainGraph> train_graphs(const Materialized& m) {
+  std::vector<TrainGraph> r;
+  for (size_t i = 0; i < m.graphs.size(); ++i)
+    r.push_back(TrainGraph{m.names[i], &m.graphs[i], &m.clusters[i], nullptr});
+  return r;
+}
+
+nlohmann::ordered_json spec_to_json(const SessionSpec& s, const Policy& policy) {
+  nlohmann::ordered_json j;
+  j["format"] = "gdp-train-run";
+  j["version"] = kSessionVersion;
+  j["graph"] = s.graph_path;
+  j["cluster"] = s.cluster;
+  j["suite"] = s.suite_path;
+  j["profile"] = s.profile_path;
+  j["init"] = s.init_dir;
+  j["seed"] = s.seed;
+  j["device"] = s.device;
+  j["budget"] = {{"samples", s.budget.samples}, {"seconds", s.budget.seconds}};
+  j["max_iterations"] = s.max_iterations;
+  j["train"] = s.config.to_json();
+  j["train"]["policy"] = policy.config().to_json();  // an init's policy config wins
+  j["vocabulary"] = policy.vocabulary().to_json();
+  return j;
+}
+
+struct SessionFile {
+  SessionSpec spec;
+  nlohmann::json vocabulary;
+};
+
+SessionFile read_session(const std::string& dir) {
+  const std::string path = (fs::path(dir) / "config.json").string();
+  StrictJson sj(path);
+  const nlohmann::json j = sj.parse(read_text_file(path));
+  sj.check_header(j, "gdp-train-run", kSessionVersion);
+  sj.check_keys(j, "",
+                {"format", "version", "graph", "cluster", "suite", "profile", "init", "seed",
+                 "device", "budget", "max_iterations", "train", "vocabulary"},
+                {});
+  SessionFile f;
+  SessionSpec& s = f.spec;
+  s.graph_path = sj.string(j, "graph", "");
+  s.cluster = sj.string(j, "cluster", "");
+  s.suite_path = sj.string(j, "suite", "");
+  s.profile_path = sj.string(j, "profile", "");
+  s.init_dir = sj.string(j, "init", "");
+  const nlohmann::json& seed = j.at("seed");
+  if (!seed.is_number_unsigned() && !seed.is_number_integer())
+    sj.fail("seed", "expected a non-negative integer");
+  s.seed = seed.get<uint64_t>();
+  s.device = sj.string(j, "device", "");
+  const nlohmann::json& b = sj.object(j, "budget", "");
+  sj.check_keys(b, "budget", {"samples", "seconds"}, {});
+  s.budget.samples = sj.integer(b, "samples", "budget");
+  s.budget.seconds = sj.number(b, "seconds", "budget");
+  s.max_iterations = sj.integer(j, "max_iterations", "");
+  s.config = TrainConfig::from_json(sj.object(j, "train", ""), path + ": train");
+  f.vocabulary = sj.object(j, "vocabulary", "");
+  return f;
+}
+
+std::string fmt(double x) {
+  if (!std::isfinite(x)) return x > 0 ? "inf" : "nan";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", x);
+  return buf;
+}
+
+std::string log_header(bool batch) {
+  return std::string("iteration,") + (batch ? "graph," : "") +
+         "samples,wall_s,best_step_s,mean_step_s,invalid_frac,entropy,loss\n";
+}
+
+std::string log_row(const IterationStats& r, bool batch) {
+  std::string s = std::to_string(r.iteration) + ",";
+  if (batch) s += r.graph + ",";
+  s += std::to_string(r.samples) + "," + fmt(r.wall_s) + "," + fmt(r.best_step_s) + "," +
+       fmt(r.mean_step_s) + "," + fmt(r.invalid_frac) + "," + fmt(r.entropy) + "," + fmt(r.loss) +
+       "\n";
+  return s;
+}
+
+void write_best(const Trainer& t, const std::string& dir) {
+  const bool batch = t.num_graphs() > 1;
+  for (size_t i = 0; i < t.num_graphs(); ++i) {
+    if (!t.run(i).has_best()) continue;
+    const TrainGraph& g = t.graph(i);
+    const std::string name = batch ? "best-" + g.name + ".json" : "best.json";
+    write_placement_file(t.run(i).best(), *g.graph, g.cluster->num_devices(),
+                         (fs::path(dir) / name).string());
+  }
+}
+
+void write_summary(const Trainer& t, const std::string& dir) {
+  nlohmann::ordered_json gs = nlohmann::ordered_json::array();
+  double logsum = 0;
+  int valid = 0;
+  for (size_t i = 0; i < t.num_graphs(); ++i) {
+    nlohmann::ordered_json g;
+    const double best = t.run(i).best_step_s(), ref = t.reference_step_s(i);
+    g["graph"] = t.graph(i).name;
+    g["best_step_time_s"] = std::isfinite(best) ? nlohmann::ordered_json(best) : nullptr;
+    g["reference_step_time_s"] = ref;
+    g["reference_method"] = t.reference_method(i);
+    g["speedup_over_reference"] =
+        std::isfinite(best) ? nlohmann::ordered_json(ref / best) : nullptr;
+    g["samples"] = t.run(i).samples();
+    g["samples_to_best"] = t.samples_to_best(i);
+    g["seconds_to_best"] = t.seconds_to_best(i);
+    if (std::isfinite(best)) logsum += std::log(ref / best), ++valid;
+    gs.push_back(std::move(g));
+  }
+  nlohmann::ordered_json j;
+  if (t.num_graphs() == 1) {
+    for (const char* k : {"best_step_time_s", "reference_step_time_s", "reference_method",
+                          "speedup_over_reference"})
+      j[k] = gs[0][k];
+  } else {
+    j["geomean_speedup_over_reference"] =
+        valid ? nlohmann::ordered_json(std::exp(logsum / valid)) : nullptr;
+  }
+  j["samples"] = t.total_samples();
+  j["wall_s"] = t.wall_s();
+  j["iterations"] = t.iteration();
+  if (t.num_graphs() == 1) {
+    j["samples_to_best"] = t.samples_to_best(0);
+    j["seconds_to_best"] = t.seconds_to_best(0);
+  }
+  j["graphs"] = std::move(gs);
+  write_text_file_atomic((fs::path(dir) / "summary.json").string(), j.dump(2) + "\n");
+}
+
+int64_t file_size_of(const std::string& path) {
+  std::error_code ec;
+  const auto n = fs::file_size(path, ec);
+  return ec ? 0 : static_cast<int64_t>(n);
+}
+
+// Iterates to the budget, logging, checkpointing; ends with the best placements, a
+// checkpoint and the summary.
+void run_loop(Trainer& t, const SessionSpec& s, const std::string& dir, const IterationFn& on_it,
+              int64_t max_iterations) {
+  const bool batch = t.num_graphs() > 1;
+  const std::string log_path = (fs::path(dir) / "log.csv").string();
+  std::ofstream log(log_path, std::ios::binary | std::ios::app);
+  if (!log) throw InputError(log_path + ": cannot open for appending");
+  int64_t ran = 0;
+  while (!t.done(s.budget) && (max_iterations <= 0 || ran < max_iterations)) {
+    const std::vector<IterationStats> rows = t.step();
+    ++ran;
+    for (const auto& r : rows) log << log_row(r, batch);
+    log.flush();
+    if (!log) throw InputError(log_path + ": write error");
+    if (on_it) on_it(rows, t);
+    const int32_t every = t.config().checkpoint_every;
+    if (every > 0 && t.iteration() % every == 0) {
+      write_best(t, dir);
+      t.save(dir, file_size_of(log_path));
+    }
+  }
+  log.close();
+  write_best(t, dir);
+  t.save(dir, file_size_of(log_path));
+  write_summary(t, dir);
+}
+
+place::Budget effective_budget(const SessionSpec& s, size_t graphs) {
+  place::Budget b = s.budget;
+  if (!b.limited())
+    b.samples = 5000 * static_cast<int64_t>(graphs);  // documented default (gdp train --help)
+  return b;
+}
+
+}  // namespace
+
+void check_device(const std::string& device) {
+  if (device == "cpu") return;
+  if (device != "cuda") throw InputError("device: expected cpu or cuda, got '" + device + "'");
+#ifdef GDP_HAVE_CUDA
+  if (cuda::cuda_device_count() > 0) return;
+  throw InputError("device cuda: no GPU is visible (" + cuda::cuda_last_error_string() +
+                   "); use --device cpu");
+#else
+  throw InputError(
+      "device cuda: this build has no CUDA backend (nvcc was not found at build time)");
+#endif
+}
+
+void train(const SessionSpec& spec_in, const std::string& dir, const IterationFn& on_iteration) {
+  SessionSpec spec = spec_in;
+  check_device(spec.device);
+  if (spec.device != "cpu")
+    throw InputError("device cuda: the trainer runs the policy on the cpu in this version");
+  if (fs::exists(fs::path(dir) / "config.json"))
+    throw InputError(dir + ": holds a training run already; resume it with --resume " + dir +
+                     " or choose another --out");
+  fs::create_directories(dir);
+  auto m = materialize(spec);
+  spec.budget = effective_budget(spec, m->graphs.size());
+  std::unique_ptr<Policy> init;
+  if (!spec.init_dir.empty()) init = load_policy(spec.init_dir);
+  Trainer t(spec.config, train_graphs(*m), m->cost, spec.seed, init.get());
+  write_text_file_atomic((fs::path(dir) / "config.json").string(),
+                         spec_to_json(spec, t.policy()).dump(2) + "\n");
+  write_text_file_atomic((fs::path(dir) / "log.csv").string(), log_header(m->graphs.size() > 1));
+  run_loop(t, spec, dir, on_iteration, spec.max_iterations);
+}
+
+void resume(const std::string& dir, const IterationFn& on_iteration, int64_t max_iterations) {
+  SessionFile f = read_session(dir);
+  auto m = materialize(f.spec);
+  std::unique_ptr<Policy> init;
+  if (!f.spec.init_dir.empty()) init = load_policy(f.spec.init_dir);
+  Trainer t(f.spec.config, train_graphs(*m), m->cost, f.spec.seed, init.get());
+  if (t.policy().vocabulary().to_json() != OpVocabulary::from_json(f.vocabulary, dir).to_json())
+    throw InputError(dir +
+                     "/config.json: vocabulary: differs from the graphs' (were the graph "
+                     "files changed since the run started?)");
+  const int64_t log_bytes = t.load(dir);
+  // The killed run may have logged iterations after its last checkpoint: cut them.
+  const std::string log_path = (fs::path(dir) / "log.csv").string();
+  std::error_code ec;
+  fs::resize_file(log_path, static_cast<uintmax_t>(log_bytes), ec);
+  if (ec)
+    throw InputError(log_path + ": cannot cut the log back to the checkpoint: " + ec.message());
+  run_loop(t, f.spec, dir, on_iteration, max_iterations);
+}
+
+std::unique_ptr<Policy> load_policy(const std::string& dir) {
+  SessionFile f = read_session(dir);
+  const std::string cfg = (fs::path(dir) / "config.json").string();
+  auto policy = std::make_unique<Policy>(
+      f.spec.config.policy, OpVocabulary::from_json(f.vocabulary, cfg + ": vocabulary"),
+      f.spec.seed);
+  const std::string state_path = (fs::path(dir) / "state.json").string();
+  StrictJson sj(state_path);
+  const nlohmann::json st = sj.parse(read_text_file(state_path));
+  sj.check_header(st, "gdp-train-state", 1);
+  const std::string bin = (fs::path(dir) / sj.string(st, "checkpoint", "")).string();
+  try {
+    nn::load_checkpoint(bin, policy->params(), nullptr);
+  } catch (const std::runtime_error& e) {
+    throw InputError(dir + ": the checkpoint does not fit this policy: " + e.what());
+  }
+  return policy;
+}
+
+}  // namespace gdp::rl

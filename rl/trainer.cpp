@@ -1,0 +1,368 @@
+// The PPO loop: sample K placements per graph, simulate, rewards, advantages, updates;
+// checkpoints that resume the same run.
+#include "rl/trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <numeric>
+
+#include "core/error.h"
+#include "core/io.h"
+#include "core/json_strict.h"
+#include "nn/checkpoint.h"
+#include "place/registry.h"
+
+namespace gdp::rl {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+int32_t int_key(const StrictJson& sj, const nlohmann::json& j, const char* key, int32_t def,
+                int32_t lo, int32_t hi) {
+  return j.contains(key) ? static_cast<int32_t>(sj.integer(j, key, "", lo, hi)) : def;
+}
+double num_key(const StrictJson& sj, const nlohmann::json& j, const char* key, double def,
+               double lo, double hi) {
+  return j.contains(key) ? sj.number(j, key, "", lo, hi) : def;
+}
+
+}  // namespace
+
+TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& source) {
+  StrictJson sj(source);
+  sj.check_keys(j, "", {},
+                {"policy", "ppo", "reward", "samples_per_iteration", "epochs", "minibatches", "lr",
+                 "grad_clip", "checkpoint_every"});
+  TrainConfig c;
+  if (j.contains("policy"))
+    c.policy = PolicyConfig::from_json(sj.object(j, "policy", ""), source + ": policy");
+  if (j.contains("ppo")) {
+    const nlohmann::json& p = sj.object(j, "ppo", "");
+    StrictJson sp(source + ": ppo");
+    sp.check_keys(p, "", {}, {"clip", "entropy_coef", "normalize_advantages"});
+    c.ppo.clip = num_key(sp, p, "clip", c.ppo.clip, 0, 1);
+    c.ppo.entropy_coef = num_key(sp, p, "entropy_coef", c.ppo.entropy_coef, 0, 10);
+    if (p.contains("normalize_advantages"))
+      c.ppo.normalize_advantages = sp.boolean(p, "normalize_advantages", "");
+  }
+  if (j.contains("reward")) {
+    const nlohmann::json& r = sj.object(j, "reward", "");
+    StrictJson sr(source + ": reward");
+    sr.check_keys(r, "", {}, {"invalid_penalty"});
+    c.reward.invalid_penalty = num_key(sr, r, "invalid_penalty", c.reward.invalid_penalty, -1e6, 0);
+  }
+  c.samples_per_iteration =
+      int_key(sj, j, "samples_per_iteration", c.samples_per_iteration, 1, 4096);
+  c.epochs = int_key(sj, j, "epochs", c.epochs, 1, 100);
+  c.minibatches = int_key(sj, j, "minibatches", c.minibatches, 1, 4096);
+  if (c.minibatches > c.samples_per_iteration)
+    sj.fail("minibatches", "expected at most samples_per_iteration (" +
+                               std::to_string(c.samples_per_iteration) + ")");
+  c.lr = num_key(sj, j, "lr", c.lr, 0, 10);
+  c.grad_clip = num_key(sj, j, "grad_clip", c.grad_clip, 0, 1e9);
+  c.checkpoint_every = int_key(sj, j, "checkpoint_every", c.checkpoint_every, 0, 1 << 30);
+  return c;
+}
+
+nlohmann::ordered_json TrainConfig::to_json() const {
+  nlohmann::ordered_json j;
+  j["policy"] = policy.to_json();
+  j["ppo"] = {{"clip", ppo.clip},
+              {"entropy_coef", ppo.entropy_coef},
+              {"normalize_advantages", ppo.normalize_advantages}};
+  j["reward"] = {{"invalid_penalty", reward.invalid_penalty}};
+  j["samples_per_iteration"] = samples_per_iteration;
+  j["epochs"] = epochs;
+  j["minibatches"] = minibatches;
+  j["lr"] = lr;
+  j["grad_clip"] = grad_clip;
+  j["checkpoint_every"] = checkpoint_every;
+  return j;
+}
+
+Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostModel& cost,
+                 uint64_t seed, const Policy* init)
+    : config_(std::move(config)),
+      cost_(cost),
+      seed_(seed),
+      rng_(seed ^ 0x9e3779b97f4a7c15ull),
+      start_(std::chrono::steady_clock::now()) {
+  if (graphs.empty()) throw InputError("train: no graphs");
+  if (init) {
+    config_.policy = init->config();
+    policy_ = std::make_unique<Policy>(config_.policy, init->vocabulary(), seed);
+    policy_->params().values().copy_from(init->params().values());
+  } else {
+    std::vector<const Graph*> gs;
+    for (const auto& g : graphs) gs.push_back(g.graph);
+    policy_ = std::make_unique<Policy>(config_.policy, OpVocabulary::from_graphs(gs), seed);
+  }
+  nn::AdamConfig ac;
+  ac.lr = config_.lr;
+  adam_ = std::make_unique<nn::Adam>(policy_->params(), ac);
+  for (auto& spec : graphs) {
+    GraphState st;
+    st.spec = spec;
+    if (spec.run) {
+      st.run = spec.run;
+    } else {
+      st.own_problem = std::make_unique<place::Problem>(*spec.graph, *spec.cluster, cost_);
+      st.own_run = std::make_unique<place::Run>(*st.own_problem, "gdp", place::Budget(), seed);
+      st.run = st.own_run.get();
+    }
+    const place::Problem& problem = st.run->problem();
+    st.input = policy_->prepare(problem.graph(), problem.cluster());
+    for (const char* m : {"human", "single", "round-robin"}) {
+      const Placement p =
+          place::place(place::prepare(place::registry(), m), problem, place::Budget(), seed)
+              .placement;
+      auto state = problem.simulator().make_state();
+      const double t = problem.simulator().step_time(p, *state);
+      if (std::isfinite(t)) {
+        st.reference_s = t;
+        st.reference_method = m;
+        break;
+      }
+    }
+    if (st.reference_method.empty())
+      throw InputError("train: graph '" + spec.name +
+                       "': no reference placement (human, single, round-robin) is valid on "
+                       "cluster '" +
+                       problem.cluster().name + "'; the reward needs one");
+    graphs_.push_back(std::move(st));
+  }
+}
+
+Trainer::~Trainer() = default;
+
+int64_t Trainer::total_samples() const {
+  int64_t n = 0;
+  for (const auto& g : graphs_) n += g.run->samples();
+  return n;
+}
+
+double Trainer::wall_s() const {
+  return wall_offset_s_ +
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+int64_t Trainer::samples_to_best(size_t i) const {
+  const auto& c = graphs_[i].run->curve();
+  return c.empty() ? 0 : c.back().samples;
+}
+
+double Trainer::seconds_to_best(size_t i) const {
+  const auto& c = graphs_[i].run->curve();
+  return c.empty() ? 0 : c.back().wall_s;
+}
+
+bool Trainer::done(const place::Budget& budget) const {
+  const int64_t next =
+      static_cast<int64_t>(config_.samples_per_iteration) * static_cast<int64_t>(graphs_.size());
+  if (budget.samples > 0 && total_samples() + next > budget.samples) return true;
+  return budget.seconds > 0 && wall_s() >= budget.seconds;
+}
+
+std::vector<IterationStats> Trainer::step() {
+  ++iteration_;
+  const int32_t K = config_.samples_per_iteration, E = config_.epochs, M = config_.minibatches;
+  const float inv_graphs = 1.0f / static_cast<float>(graphs_.size());
+  nn::ParameterBuffer& params = policy_->params();
+  struct Batch {
+    std::vector<int32_t> actions;  // (K * U)
+    std::vector<float> old_logp;   // (K * U)
+    std::vector<double> adv;       // (K)
+  };
+  std::vector<Batch> batches(graphs_.size());
+  std::vector<IterationStats> rows(graphs_.size());
+  const bool reuse_first = M == 1;  // the sampling pass is also the first epoch's forward
+  params.zero_grad();
+  for (size_t gi = 0; gi < graphs_.size(); ++gi) {
+    GraphState& st = graphs_[gi];
+    nn::Var logits;
+    {
+      std::unique_ptr<nn::NoGradGuard> no_grad;
+      if (!reuse_first) no_grad = std::make_unique<nn::NoGradGuard>();
+      logits = policy_->forward(st.input);
+    }
+    Batch& b = batches[gi];
+    b.actions = sample_actions(logits.value(), K, rng_);
+    b.old_logp = log_probs(logits.value(), b.actions);
+    std::vector<Placement> ps(K);
+    for (int32_t k = 0; k < K; ++k) ps[k] = placement_of(st.input.units, b.actions, k);
+    const std::vector<double> t = st.run->evaluate(ps);
+    b.adv = advantages(rewards_of(t, st.reference_s, config_.reward), config_.ppo);
+    IterationStats& row = rows[gi];
+    row.iteration = iteration_;
+    row.graph = st.spec.name;
+    double sum = 0;
+    int valid = 0;
+    for (double x : t)
+      if (std::isfinite(x)) sum += x, ++valid;
+    row.mean_step_s = valid ? sum / valid : kInf;
+    row.invalid_frac = 1.0 - static_cast<double>(valid) / K;
+    if (reuse_first) {
+      PpoStats ps_stats;
+      const nn::Var loss = ppo_loss(logits, b.actions, b.old_logp, b.adv, config_.ppo, &ps_stats);
+      nn::backward(nn::scale(loss, inv_graphs));
+      row.entropy = ps_stats.entropy;
+      row.loss = ps_stats.loss;
+      row.approx_kl = ps_stats.approx_kl;
+      row.clip_fraction = ps_stats.clip_fraction;
+    }
+  }
+  if (reuse_first) {
+    nn::clip_grad_norm(params, config_.grad_clip);
+    adam_->step();
+  }
+  // The remaining updates: epochs x minibatches, each over every graph's share of its samples.
+  std::vector<int32_t> order(K);
+  for (int32_t e = reuse_first ? 1 : 0; e < E; ++e) {
+    std::iota(order.begin(), order.end(), 0);
+    for (int32_t i = K - 1; i > 0; --i)  // Fisher-Yates on the trainer's stream
+      std::swap(order[i], order[rng_.below(static_cast<uint64_t>(i) + 1)]);
+    for (int32_t mb = 0; mb < M; ++mb) {
+      const int32_t lo = static_cast<int32_t>(static_cast<int64_t>(K) * mb / M);
+      const int32_t hi = static_cast<int32_t>(static_cast<int64_t>(K) * (mb + 1) / M);
+      params.zero_grad();
+      for (size_t gi = 0; gi < graphs_.size(); ++gi) {
+        const Batch& b = batches[gi];
+        const size_t U = static_cast<size_t>(graphs_[gi].input.num_units());
+        std::vector<int32_t> acts;
+        std::vector<float> old;
+        std::vector<double> adv;
+        for (int32_t q = lo; q < hi; ++q) {
+          const size_t k = static_cast<size_t>(order[q]);
+          acts.insert(acts.end(), b.actions.begin() + k * U, b.actions.begin() + (k + 1) * U);
+          old.insert(old.end(), b.old_logp.begin() + k * U, b.old_logp.begin() + (k + 1) * U);
+          adv.push_back(b.adv[k]);
+        }
+        PpoStats ps_stats;
+        const nn::Var logits = policy_->forward(graphs_[gi].input);
+        const nn::Var loss = ppo_loss(logits, acts, old, adv, config_.ppo, &ps_stats);
+        nn::backward(nn::scale(loss, inv_graphs));
+        IterationStats& row = rows[gi];
+        if (!reuse_first && e == 0 && mb == 0) row.entropy = ps_stats.entropy;
+        row.loss = ps_stats.loss;
+        row.approx_kl = ps_stats.approx_kl;
+        row.clip_fraction = ps_stats.clip_fraction;
+      }
+      nn::clip_grad_norm(params, config_.grad_clip);
+      adam_->step();
+    }
+  }
+  for (size_t gi = 0; gi < graphs_.size(); ++gi) {
+    rows[gi].samples = graphs_[gi].run->samples();
+    rows[gi].wall_s = wall_s();
+    rows[gi].best_step_s = graphs_[gi].run->best_step_s();
+  }
+  return rows;
+}
+
+void Trainer::save(const std::string& dir, int64_t log_bytes) const {
+  namespace fs = std::filesystem;
+  const std::string bin = "ckpt-" + std::to_string(iteration_) + ".bin";
+  nn::save_checkpoint((fs::path(dir) / bin).string(), policy_->params(), adam_.get(), iteration_);
+  nlohmann::ordered_json j;
+  j["format"] = "gdp-train-state";
+  j["version"] = 1;
+  j["iteration"] = iteration_;
+  j["checkpoint"] = bin;
+  j["seed"] = seed_;
+  j["rng"] = rng_.state();
+  j["wall_s"] = wall_s();
+  j["log_bytes"] = log_bytes;
+  nlohmann::ordered_json gs = nlohmann::ordered_json::array();
+  for (const auto& g : graphs_) {
+    nlohmann::ordered_json x;
+    x["name"] = g.spec.name;
+    x["samples"] = g.run->samples();
+    x["elapsed_s"] = g.run->elapsed_s();
+    x["best_step_s"] = g.run->has_best() ? nlohmann::ordered_json(g.run->best_step_s())
+                                         : nlohmann::ordered_json(nullptr);
+    x["best"] = g.run->best().device;
+    nlohmann::ordered_json curve = nlohmann::ordered_json::array();
+    for (const auto& c : g.run->curve()) curve.push_back({c.samples, c.wall_s, c.best_step_s});
+    x["curve"] = std::move(curve);
+    gs.push_back(std::move(x));
+  }
+  j["graphs"] = std::move(gs);
+  write_text_file_atomic((fs::path(dir) / "state.json").string(), j.dump(1) + "\n");
+  // Older checkpoints are no longer named by the state: remove them.
+  std::error_code ec;
+  for (const auto& f : fs::directory_iterator(dir, ec)) {
+    const std::string n = f.path().filename().string();
+    if (n.rfind("ckpt-", 0) == 0 && n != bin && n.size() > 4 &&
+        n.compare(n.size() - 4, 4, ".bin") == 0)
+      fs::remove(f.path(), ec);
+  }
+}
+
+int64_t Trainer::load(const std::string& dir) {
+  namespace fs = std::filesystem;
+  const std::string path = (fs::path(dir) / "state.json").string();
+  StrictJson sj(path);
+  const nlohmann::json j = sj.parse(read_text_file(path));
+  sj.check_header(j, "gdp-train-state", 1);
+  sj.check_keys(j, "",
+                {"format", "version", "iteration", "checkpoint", "seed", "rng", "wall_s",
+                 "log_bytes", "graphs"},
+                {});
+  const int64_t it = sj.integer(j, "iteration", "");
+  const nlohmann::json& js = j.at("seed");
+  if (!(js.is_number_unsigned() || js.is_number_integer()) || js.get<uint64_t>() != seed_)
+    sj.fail("seed", "expected the seed this trainer was built with, " + std::to_string(seed_));
+  const nlohmann::json& gs = sj.array(j, "graphs", "");
+  if (gs.size() != graphs_.size())
+    sj.fail("graphs", "expected " + std::to_string(graphs_.size()) + " graphs, got " +
+                          std::to_string(gs.size()));
+  const std::string bin = (fs::path(dir) / sj.string(j, "checkpoint", "")).string();
+  int64_t user_step = 0;
+  try {
+    user_step = nn::load_checkpoint(bin, policy_->params(), adam_.get());
+  } catch (const std::runtime_error& e) {
+    throw InputError(path + ": checkpoint: " + e.what());
+  }
+  if (user_step != it)
+    sj.fail("checkpoint", "the checkpoint holds iteration " + std::to_string(user_step) +
+                              ", the state iteration " + std::to_string(it));
+  Rng r;
+  if (!r.set_state(sj.string(j, "rng", ""))) sj.fail("rng", "expected a generator state");
+  for (size_t i = 0; i < gs.size(); ++i) {
+    const std::string p = json_path("graphs", i);
+    const nlohmann::json& x = gs[i];
+    sj.check_keys(x, p, {"name", "samples", "elapsed_s", "best_step_s", "best", "curve"}, {});
+    if (sj.string(x, "name", p) != graphs_[i].spec.name)
+      sj.fail(json_path(p, "name"), "expected graph \"" + graphs_[i].spec.name + "\"");
+    Placement best;
+    const nlohmann::json& b = sj.array(x, "best", p);
+    const int32_t n = graphs_[i].spec.graph->num_ops();
+    if (!b.empty() && static_cast<int64_t>(b.size()) != n)
+      sj.fail(json_path(p, "best"), "expected " + std::to_string(n) + " devices");
+    for (size_t k = 0; k < b.size(); ++k)
+      best.device.push_back(static_cast<int32_t>(
+          sj.integer_value(b[k], json_path(json_path(p, "best"), k), 0, 1 << 20)));
+    std::vector<place::CurvePoint> curve;
+    const nlohmann::json& c = sj.array(x, "curve", p);
+    for (size_t k = 0; k < c.size(); ++k) {
+      const std::string q = json_path(json_path(p, "curve"), k);
+      if (!c[k].is_array() || c[k].size() != 3)
+        sj.fail(q, "expected [samples, wall_s, best_step_s]");
+      curve.push_back(
+          {sj.integer_value(c[k][0], q), sj.number_value(c[k][1], q), sj.number_value(c[k][2], q)});
+    }
+    const double best_s = x.at("best_step_s").is_null() ? kInf : sj.number(x, "best_step_s", p);
+    graphs_[i].run->restore(sj.integer(x, "samples", p), std::move(best), best_s, std::move(curve),
+                            sj.number(x, "elapsed_s", p));
+  }
+  rng_ = r;
+  iteration_ = it;
+  wall_offset_s_ = sj.number(j, "wall_s", "");
+  start_ = std::chrono::steady_clock::now();
+  return sj.integer(j, "log_bytes", "");
+}
+
+}  // namespace gdp::rl

@@ -1,0 +1,133 @@
+// The PPO training loop of the GDP policy, on one graph (GDP-one) or several at once
+// (GDP-batch): each iteration samples K placements per graph from one forward pass, simulates
+// them in parallel (Simulator::step_times through place::Run, which counts the samples and keeps
+// each graph's best placement and its curve), turns step times into rewards against a reference
+// placement, and updates the policy over a few epochs with Adam and gradient clipping.
+// Checkpoints hold everything a resumed run needs to continue the same run (parameters, Adam
+// state, the sampling stream, every graph's best and counters).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/graph.h"
+#include "core/rng.h"
+#include "nn/optim.h"
+#include "place/problem.h"
+#include "place/run.h"
+#include "rl/policy.h"
+#include "rl/ppo.h"
+#include "rl/reward.h"
+#include "sim/cost_model.h"
+
+namespace gdp::rl {
+
+struct TrainConfig {
+  PolicyConfig policy;
+  PpoConfig ppo;
+  RewardConfig reward;
+  int32_t samples_per_iteration = 16;  // K, per graph
+  int32_t epochs = 2;                  // PPO epochs over the K samples
+  int32_t minibatches = 1;             // per epoch (the K samples split in this many)
+  double lr = 1e-3;
+  double grad_clip = 1.0;         // global L2 norm
+  int32_t checkpoint_every = 10;  // iterations (0: only at the end)
+
+  // Strict: unknown keys, wrong types, impossible values -> InputError naming source and key.
+  static TrainConfig from_json(const nlohmann::json& j, const std::string& source);
+  nlohmann::ordered_json to_json() const;
+};
+
+// A graph to train on (the caller owns graph and cluster; they outlive the trainer). With a
+// `run` (a place/ method's run: its problem, budget accounting and best), the trainer simulates
+// through it; else it makes its own problem and run.
+struct TrainGraph {
+  std::string name;
+  const Graph* graph = nullptr;
+  const Cluster* cluster = nullptr;
+  place::Run* run = nullptr;
+};
+
+// One row of the log: an iteration on one graph.
+struct IterationStats {
+  int64_t iteration = 0;
+  std::string graph;
+  int64_t samples = 0;     // of this graph, so far
+  double wall_s = 0;       // of the run, so far
+  double best_step_s = 0;  // of this graph, so far (+inf when none valid yet)
+  double mean_step_s = 0;  // over this iteration's valid samples (+inf when none)
+  double invalid_frac = 0;
+  double entropy = 0;  // mean per unit, nats
+  double loss = 0;     // the last update's PPO loss
+  double approx_kl = 0;
+  double clip_fraction = 0;
+};
+
+class Trainer {
+ public:
+  // Builds the policy (a fresh one from `config.policy` with the vocabulary of the graphs'
+  // op types, or, when `init` is given, a copy of it: fine-tuning) and, per graph, the
+  // simulator, the policy input and the reference step time (human, else single, else
+  // round-robin; the first valid). Throws InputError when no reference is valid.
+  Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostModel& cost, uint64_t seed,
+          const Policy* init = nullptr);
+  ~Trainer();
+
+  // One iteration over every graph. Returns one row per graph.
+  std::vector<IterationStats> step();
+  // Samples K more placements per graph would exceed the budget, or its seconds are spent.
+  bool done(const place::Budget& budget) const;
+
+  int64_t iteration() const { return iteration_; }
+  int64_t total_samples() const;
+  double wall_s() const;
+  const Policy& policy() const { return *policy_; }
+  const TrainConfig& config() const { return config_; }
+  size_t num_graphs() const { return graphs_.size(); }
+  const TrainGraph& graph(size_t i) const { return graphs_[i].spec; }
+  const place::Run& run(size_t i) const { return *graphs_[i].run; }
+  double reference_step_s(size_t i) const { return graphs_[i].reference_s; }
+  const std::string& reference_method(size_t i) const { return graphs_[i].reference_method; }
+  // Samples and run seconds at which graph i's best was first reached.
+  int64_t samples_to_best(size_t i) const;
+  double seconds_to_best(size_t i) const;
+
+  // Checkpoint: `<dir>/ckpt-<iteration>.bin` (parameters and Adam) and `<dir>/state.json`
+  // (everything else), each written atomically, the state last (it names the .bin file), so
+  // a kill at any moment leaves a consistent pair. `log_bytes` is stored so that a resumed run
+  // cuts the log back to this iteration.
+  void save(const std::string& dir, int64_t log_bytes) const;
+  // Restores a save() of a trainer built with the same config, graphs and seed. Returns the
+  // stored log_bytes. Throws InputError naming the file on anything inconsistent.
+  int64_t load(const std::string& dir);
+
+ private:
+  struct GraphState {
+    TrainGraph spec;
+    std::unique_ptr<place::Problem> own_problem;
+    std::unique_ptr<place::Run> own_run;
+    place::Run* run = nullptr;  // own_run, or the caller's
+    PolicyInput input;
+    double reference_s = 0;
+    std::string reference_method;
+  };
+
+  TrainConfig config_;
+  CostModel cost_;
+  uint64_t seed_;
+  std::unique_ptr<Policy> policy_;
+  std::unique_ptr<nn::Adam> adam_;
+  std::vector<GraphState> graphs_;
+  Rng rng_;  // sampling and minibatch order
+  int64_t iteration_ = 0;
+  double wall_offset_s_ = 0;  // run seconds before a resume
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace gdp::rl
