@@ -1,0 +1,115 @@
+// The GDP policy network: strict configuration, unit logits with masked devices, one decision
+// per colocation group, finite-difference gradients of the whole network (with and without
+// attention and superposition), seeded sampling.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <set>
+
+#include "core/error.h"
+#include "core/io.h"
+#include "nn/gradcheck.h"
+#include "place_helpers.h"
+#include "rl/policy.h"
+#include "rl_fixtures.h"
+
+using namespace gdp;
+using Catch::Contains;
+
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+rl::OpVocabulary vocab_of(const Graph& g) { return rl::OpVocabulary::from_graphs({&g}); }
+
+}  // namespace
+
+TEST_CASE("rl/policy config: defaults, round trip, strict keys", "[rl]") {
+  const rl::PolicyConfig d;
+  const auto j = d.to_json();
+  CHECK(rl::PolicyConfig::from_json(nlohmann::json::parse(j.dump()), "x").to_json() == j);
+  const auto c =
+      rl::PolicyConfig::from_json(nlohmann::json::parse(R"({"width": 32, "heads": 2})"), "c");
+  CHECK(c.width == 32);
+  CHECK(c.heads == 2);
+  CHECK(c.segment == d.segment);
+  auto err = [](const char* text) {
+    return error_of([&] { rl::PolicyConfig::from_json(nlohmann::json::parse(text), "cfg.json"); });
+  };
+  CHECK_THAT(err(R"({"widht": 32})"),
+             Contains("cfg.json") && Contains("widht") && Contains("unknown key"));
+  CHECK_THAT(err(R"({"width": "32"})"), Contains("width"));
+  CHECK_THAT(err(R"({"width": 0})"), Contains("width"));
+  CHECK_THAT(err(R"({"width": 30, "heads": 4})"), Contains("heads") && Contains("divisor"));
+  CHECK_THAT(err(R"({"attention": 1})"), Contains("attention"));
+}
+
+TEST_CASE("rl/policy logits: one row per unit, devices beyond the cluster masked", "[rl]") {
+  const Graph g = test::small_rnnlm();
+  const Cluster c = read_cluster("v100x2-nvlink");
+  const rl::Policy policy(test::tiny_config().policy, vocab_of(g), 7);
+  const rl::PolicyInput in = policy.prepare(g, c);
+  REQUIRE(in.num_units() < g.num_ops());  // the rnnlm has colocation groups
+  const nn::Var logits = policy.forward(in);
+  REQUIRE(logits.shape() == nn::Shape{in.num_units(), 4});
+  const nn::Tensor v = logits.value();
+  for (int64_t u = 0; u < in.num_units(); ++u) {
+    CHECK(std::isfinite(v.at({u, 0})));
+    CHECK(std::abs(v.at({u, 1})) < 100);
+    CHECK(v.at({u, 2}) < -1e8);
+    CHECK(v.at({u, 3}) < -1e8);
+  }
+  // Sampling never picks a masked device; same seed, same samples.
+  Rng r1(3), r2(3);
+  const auto a1 = rl::sample_actions(v, 5, r1), a2 = rl::sample_actions(v, 5, r2);
+  CHECK(a1 == a2);
+  for (int32_t x : a1) CHECK((x == 0 || x == 1));
+  const std::set<int32_t> used(a1.begin(), a1.end());
+  CHECK(used.size() == 2);  // near-uniform at initialization
+  // Expanded placements keep colocation groups together: the simulator accepts them.
+  const Placement p = rl::placement_of(in.units, a1, 4);
+  Simulator sim(g, c, CostModel());
+  CHECK(sim.run(p).status != SimStatus::split_colocation);
+  // Deterministic: same seed, same network, same logits.
+  const rl::Policy again(test::tiny_config().policy, vocab_of(g), 7);
+  CHECK(again.forward(again.prepare(g, c)).value().to_vector() == v.to_vector());
+  // More devices than max_devices: a clear error.
+  CHECK_THAT(error_of([&] { policy.prepare(g, read_cluster("v100x8-nvlink")); }),
+             Contains("8 devices") && Contains("max_devices = 4"));
+}
+
+TEST_CASE("rl/policy gradients by finite differences (attention and superposition on and off)",
+          "[rl]") {
+  const Graph g = test::two_chains();
+  const Cluster c = test::full_mesh(3);
+  for (int variant = 0; variant < 3; ++variant) {
+    rl::PolicyConfig cfg = test::tiny_config().policy;
+    cfg.width = 4;
+    cfg.ffn = 4;
+    cfg.segment = 3;
+    cfg.memory = 2;
+    cfg.attention = variant != 1;
+    cfg.superposition = variant != 2;
+    INFO("attention " << cfg.attention << " superposition " << cfg.superposition);
+    rl::PolicyD policy(cfg, vocab_of(g), 11);
+    const rl::PolicyInputD in = policy.prepare(g, c);
+    std::vector<nn::VarD> params;
+    for (const auto& e : policy.params().entries()) params.push_back(e.var);
+    nn::GradcheckOptions opt;
+    opt.tolerance = 1e-4;
+    // The masked columns are constants; check the device columns the cluster has.
+    const auto res = nn::gradcheck(
+        [&](const std::vector<nn::VarD>&) { return nn::slice(policy.forward(in), 1, 0, 3); },
+        params, opt);
+    INFO(res.worst << " (checked " << res.checked << ", kinks skipped " << res.skipped_kinks
+                   << ")");
+    CHECK(res.passed);
+    CHECK(res.checked > 100);
+  }
+}

@@ -1,0 +1,237 @@
+// The PPO trainer and training runs on disk: training reaches the enumerated optimum of a small
+// graph, the same seed gives the same run, a stopped run resumes into the uninterrupted one,
+// a checkpoint places a graph it never saw, and bad configurations and checkpoints are clear
+// errors that overwrite nothing.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/io.h"
+#include "place/registry.h"
+#include "place_helpers.h"
+#include "rl/register.h"
+#include "rl/session.h"
+#include "rl/trainer.h"
+#include "rl_fixtures.h"
+#include "test_paths.h"
+
+using namespace gdp;
+using Catch::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// The optimum over every placement of the graph's units (2^U on 2 devices).
+double optimum(const Graph& g, const Cluster& c) {
+  const place::Units u = place::Units::colocation(g);
+  Simulator sim(g, c, CostModel());
+  auto st = sim.make_state();
+  double best = std::numeric_limits<double>::infinity();
+  for (int64_t mask = 0; mask < (int64_t{1} << u.num_units()); ++mask) {
+    std::vector<int32_t> dev(u.num_units());
+    for (int32_t k = 0; k < u.num_units(); ++k) dev[k] = static_cast<int32_t>(mask >> k & 1);
+    best = std::min(best, sim.step_time(u.expand(dev), *st));
+  }
+  return best;
+}
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path d = fs::path(test::binary_dir()) / "rl_test_runs" / name;
+  fs::remove_all(d);
+  fs::create_directories(d.parent_path());
+  return d;
+}
+
+std::string text_of(const fs::path& p) { return read_text_file(p.string()); }
+
+// log.csv without the wall_s column (the only column that depends on the machine's speed).
+std::string log_without_wall(const fs::path& p) {
+  std::istringstream in(text_of(p));
+  std::string line, out;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cols;
+    std::stringstream ss(line);
+    std::string c;
+    while (std::getline(ss, c, ',')) cols.push_back(c);
+    for (size_t k = 0; k < cols.size(); ++k)
+      if (k != 2) out += cols[k] + (k + 1 < cols.size() ? "," : "\n");
+  }
+  return out;
+}
+
+rl::SessionSpec one_graph_spec(const fs::path& graph_file, int64_t samples) {
+  rl::SessionSpec s;
+  s.graph_path = graph_file.string();
+  s.cluster = "v100x2-nvlink";
+  s.config = test::tiny_config();
+  s.config.checkpoint_every = 2;
+  s.budget.samples = samples;
+  s.seed = 5;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("rl/trainer reaches the enumerated optimum of an 8-op graph on 2 devices", "[rl]") {
+  const Graph g = test::two_chains();
+  const Cluster c = test::full_mesh(2);
+  const double best = optimum(g, c);
+  rl::Trainer t(test::tiny_config(), {rl::TrainGraph{"two_chains", &g, &c, nullptr}}, CostModel(),
+                3);
+  CHECK(t.reference_method(0) == "human");
+  while (!t.done(place::Budget{800, 0})) t.step();
+  CHECK(t.total_samples() <= 800);
+  CHECK(t.run(0).best_step_s() == Approx(best).epsilon(1e-12));
+  // The policy itself learned it: its greedy placement is optimal.
+  nn::NoGradGuard no_grad;
+  const rl::PolicyInput in = t.policy().prepare(g, c);
+  const Placement greedy =
+      rl::placement_of(in.units, rl::greedy_actions(t.policy().forward(in).value()), 0);
+  Simulator sim(g, c, CostModel());
+  CHECK(sim.run(greedy).step_time_s == Approx(best).epsilon(1e-12));
+}
+
+TEST_CASE("rl/trainer is deterministic: same seed, same rows and best", "[rl]") {
+  const Graph g = test::small_rnnlm();
+  const Cluster c = read_cluster("v100x2-nvlink");
+  auto run = [&](uint64_t seed) {
+    rl::Trainer t(test::tiny_config(), {rl::TrainGraph{"rnn", &g, &c, nullptr}}, CostModel(), seed);
+    std::vector<double> trace;
+    for (int i = 0; i < 3; ++i)
+      for (const auto& r : t.step())
+        trace.insert(trace.end(), {r.best_step_s, r.mean_step_s, r.entropy, r.loss});
+    trace.push_back(t.run(0).best_step_s());
+    return std::make_pair(trace, t.run(0).best().device);
+  };
+  const auto a = run(9), b = run(9), other = run(10);
+  CHECK(a.first == b.first);
+  CHECK(a.second == b.second);
+  CHECK(a.first != other.first);
+}
+
+TEST_CASE("rl/session: a stopped run resumes into the uninterrupted one", "[rl]") {
+  const fs::path dir = fresh_dir("resume");
+  fs::create_directories(dir);
+  const fs::path graph = dir / "g.json";
+  write_graph_file(test::small_rnnlm(), graph.string());
+  rl::SessionSpec s = one_graph_spec(graph, 64);  // 8 iterations of 8 samples
+  rl::train(s, (dir / "full").string());
+  s.max_iterations = 3;  // stops after iteration 3 (checkpoints at 2 and at the stop)
+  rl::train(s, (dir / "part").string());
+  CHECK(log_without_wall(dir / "part" / "log.csv") != log_without_wall(dir / "full" / "log.csv"));
+  // A kill after iteration 3 is logged but before its checkpoint: simulate it by appending a
+  // stale row that the resume must cut.
+  { std::ofstream(dir / "part" / "log.csv", std::ios::app) << "4,32,0.1,1,1,0,1,1\n"; }
+  rl::resume((dir / "part").string());
+  CHECK(log_without_wall(dir / "part" / "log.csv") == log_without_wall(dir / "full" / "log.csv"));
+  CHECK(text_of(dir / "part" / "best.json") == text_of(dir / "full" / "best.json"));
+  const auto sum = nlohmann::json::parse(text_of(dir / "full" / "summary.json"));
+  for (const char* k : {"best_step_time_s", "reference_step_time_s", "samples", "wall_s",
+                        "samples_to_best", "seconds_to_best"})
+    CHECK(sum.contains(k));
+  CHECK(sum["samples"] == 64);
+  CHECK(sum["best_step_time_s"].get<double>() <= sum["reference_step_time_s"].get<double>() * 1.5);
+  // Only the newest checkpoint is kept.
+  int bins = 0;
+  for (const auto& f : fs::directory_iterator(dir / "full")) bins += f.path().extension() == ".bin";
+  CHECK(bins == 1);
+}
+
+TEST_CASE("rl/gdp method: trains on the problem, or places zero-shot from a checkpoint", "[rl]") {
+  place::Registry reg;
+  place::register_builtin_methods(reg);
+  rl::register_methods(reg);
+  const fs::path dir = fresh_dir("zero_shot");
+  fs::create_directories(dir);
+  const fs::path graph = dir / "g.json";
+  write_graph_file(test::small_rnnlm(), graph.string());
+  rl::train(one_graph_spec(graph, 32), (dir / "run").string());
+  // A graph the policy never saw, with op types it may not know, on another cluster size.
+  datasets::GenOptions o;
+  o.layers = 2;
+  o.seq_len = 3;
+  o.hidden = 16;
+  o.vocab = 30;
+  o.batch = 2;
+  const Graph unseen = datasets::generate("gnmt", o);
+  const Cluster c3 = test::full_mesh(3);
+  const Cluster c4 = read_cluster("v100x4-nvlink");
+  CostModel cost;
+  place::Problem problem(unseen, c4, cost);
+  const std::string opts = R"({"checkpoint": ")" + (dir / "run").string() + R"(", "samples": 6})";
+  const auto zs =
+      place::place(place::prepare(reg, "gdp", nlohmann::json::parse(opts)), problem, {}, 1);
+  CHECK(zs.report.samples == 7);  // greedy + 6
+  Simulator sim(unseen, c4, cost);
+  CHECK(sim.run(zs.placement).valid);
+  CHECK_THAT(zs.report.note, Contains("zero-shot"));
+  // GDP-one through the registry, within a budget.
+  place::Problem small(test::two_chains(), test::full_mesh(2), cost);
+  nlohmann::json cfg = {{"config", test::tiny_config().to_json()}};
+  const auto one = place::place(place::prepare(reg, "gdp", cfg), small, place::Budget{40, 0}, 2);
+  CHECK(one.report.samples <= 40);
+  CHECK(one.report.samples >= 8);
+  CHECK(std::isfinite(one.report.best_step_s));
+  (void)c3;
+}
+
+TEST_CASE("rl/bad configurations and checkpoints are clear errors that overwrite nothing", "[rl]") {
+  auto err = [](const char* text) {
+    return error_of([&] { rl::TrainConfig::from_json(nlohmann::json::parse(text), "train.json"); });
+  };
+  CHECK_THAT(err(R"({"epoch": 2})"),
+             Contains("train.json") && Contains("epoch") && Contains("unknown key"));
+  CHECK_THAT(err(R"({"epochs": "2"})"), Contains("epochs"));
+  CHECK_THAT(err(R"({"lr": -1})"), Contains("lr"));
+  CHECK_THAT(err(R"({"policy": {"width": 3, "heads": 2}})"),
+             Contains("train.json: policy") && Contains("heads"));
+  CHECK_THAT(err(R"({"samples_per_iteration": 4, "minibatches": 5})"), Contains("minibatches"));
+
+  const fs::path dir = fresh_dir("bad");
+  fs::create_directories(dir);
+  const fs::path graph = dir / "g.json";
+  write_graph_file(test::small_rnnlm(), graph.string());
+  const rl::SessionSpec s = one_graph_spec(graph, 16);
+  const std::string run = (dir / "run").string();
+  rl::train(s, run);
+  const std::string config_before = text_of(fs::path(run) / "config.json");
+  // Training into a run's folder again is refused; nothing is overwritten.
+  CHECK_THAT(error_of([&] { rl::train(s, run); }), Contains("resume"));
+  CHECK(text_of(fs::path(run) / "config.json") == config_before);
+  // A truncated checkpoint.
+  const fs::path copy = dir / "truncated";
+  fs::copy(run, copy, fs::copy_options::recursive);
+  for (const auto& f : fs::directory_iterator(copy))
+    if (f.path().extension() == ".bin") fs::resize_file(f.path(), fs::file_size(f.path()) / 2);
+  CHECK_THROWS_AS(rl::load_policy(copy.string()), InputError);
+  CHECK_THROWS_AS(rl::resume(copy.string()), InputError);
+  // A checkpoint of another policy shape: config.json says width 16, the checkpoint holds 8.
+  const fs::path other = dir / "other_shape";
+  fs::copy(run, other, fs::copy_options::recursive);
+  auto cfg = nlohmann::json::parse(text_of(other / "config.json"));
+  cfg["train"]["policy"]["width"] = 16;
+  std::ofstream(other / "config.json") << cfg.dump();
+  CHECK_THAT(error_of([&] { rl::load_policy(other.string()); }), Contains("does not fit"));
+  // A state.json with an unknown key.
+  const fs::path bad_state = dir / "bad_state";
+  fs::copy(run, bad_state, fs::copy_options::recursive);
+  auto st = nlohmann::json::parse(text_of(bad_state / "state.json"));
+  st["extra"] = 1;
+  std::ofstream(bad_state / "state.json") << st.dump();
+  CHECK_THAT(error_of([&] { rl::resume(bad_state.string()); }),
+             Contains("state.json") && Contains("extra"));
+  CHECK_THAT(error_of([&] { rl::resume((dir / "nowhere").string()); }), Contains("config.json"));
+}
