@@ -1,0 +1,317 @@
+// Graph -> policy inputs (see features.h; the table with the transforms is docs/policy.md).
+#include "rl/features.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string_view>
+#include <utility>
+
+#include "core/error.h"
+#include "core/json_strict.h"
+#include "place/units.h"
+
+namespace gdp::rl {
+
+// ---- vocabulary ----
+
+OpVocabulary::OpVocabulary() = default;
+
+OpVocabulary::OpVocabulary(std::vector<std::string> types) : types_(std::move(types)) {
+  index_.reserve(types_.size());
+  for (size_t k = 0; k < types_.size(); ++k) index_.emplace(types_[k], static_cast<int32_t>(k + 1));
+}
+
+OpVocabulary OpVocabulary::from_graphs(const std::vector<const Graph*>& graphs, int32_t max_size) {
+  if (max_size < 1)
+    throw std::invalid_argument(
+        "OpVocabulary::from_graphs: max_size must be >= 1 (the unknown "
+        "slot), got " +
+        std::to_string(max_size));
+  std::unordered_map<std::string_view, int64_t> count;
+  for (size_t k = 0; k < graphs.size(); ++k) {
+    if (!graphs[k])
+      throw std::invalid_argument("OpVocabulary::from_graphs: graph " + std::to_string(k) +
+                                  " is null");
+    for (const Op& op : graphs[k]->ops())
+      if (!op.type.empty()) ++count[op.type];
+  }
+  std::vector<std::pair<std::string_view, int64_t>> by_count(count.begin(), count.end());
+  std::sort(by_count.begin(), by_count.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  const size_t keep = std::min(by_count.size(), static_cast<size_t>(max_size - 1));
+  std::vector<std::string> types;
+  types.reserve(keep);
+  for (size_t k = 0; k < keep; ++k) types.emplace_back(by_count[k].first);
+  return OpVocabulary(std::move(types));
+}
+
+OpVocabulary OpVocabulary::from_json(const nlohmann::json& j, const std::string& source) {
+  StrictJson sj(source);
+  sj.check_keys(j, "", {"unknown", "types"}, {});
+  const nlohmann::json& unknown = j.at("unknown");
+  if (!(unknown.is_number_integer() || unknown.is_number_unsigned()) || unknown.get<int64_t>() != 0)
+    sj.fail("unknown",
+            "expected 0 (the unknown-type slot is index 0), got " + json_preview(unknown));
+  const nlohmann::json& arr = sj.array(j, "types", "");
+  std::vector<std::string> types;
+  types.reserve(arr.size());
+  std::unordered_map<std::string, size_t> first;
+  for (size_t k = 0; k < arr.size(); ++k) {
+    const std::string path = json_path("types", k);
+    if (!arr[k].is_string())
+      sj.fail(path, "expected an op type (a non-empty string), got " + json_preview(arr[k]));
+    const auto& s = arr[k].get_ref<const std::string&>();
+    if (s.empty()) sj.fail(path, "expected an op type (a non-empty string), got \"\"");
+    auto [it, inserted] = first.emplace(s, k);
+    if (!inserted)
+      sj.fail(path, "duplicate type " + json_preview(arr[k]) + " (also at types[" +
+                        std::to_string(it->second) + "]); expected each type once");
+    types.push_back(s);
+  }
+  if (types.size() >= static_cast<size_t>(INT32_MAX))
+    sj.fail("types", "expected fewer than 2^31 - 1 types");
+  return OpVocabulary(std::move(types));
+}
+
+OpVocabulary OpVocabulary::from_json_text(const std::string& text, const std::string& source) {
+  return from_json(StrictJson(source).parse(text), source);
+}
+
+nlohmann::ordered_json OpVocabulary::to_json() const {
+  nlohmann::ordered_json j;
+  j["unknown"] = 0;
+  j["types"] = types_;
+  return j;
+}
+
+int32_t OpVocabulary::index(const std::string& type) const {
+  auto it = index_.find(type);
+  return it == index_.end() ? 0 : it->second;
+}
+
+const std::string& OpVocabulary::type(int32_t index) const {
+  static const std::string kUnknown;
+  if (index < 0 || index >= size())
+    throw std::out_of_range("OpVocabulary::type: index " + std::to_string(index) + " outside [0, " +
+                            std::to_string(size()) + ")");
+  return index == 0 ? kUnknown : types_[index - 1];
+}
+
+// ---- features ----
+
+namespace {
+
+// Units of the log transforms: MFLOP, kB, microseconds.
+constexpr double kFlopUnit = 1e6, kByteUnit = 1e3, kTimeUnit = 1e-6;
+constexpr double kNodeFracCap = 4, kGraphFracCap = 16;  // clamps of the memory ratios
+const double kLn10 = std::log(10.0);
+
+// log10(1 + x / unit) for x >= 0.
+double log10p(double x, double unit) { return std::log1p(x / unit) / kLn10; }
+
+void check_value(const Graph& g, const Op& op, double v, const char* what) {
+  if (!std::isfinite(v) || v < 0)
+    throw InputError("featurize: graph '" + g.name + "': op '" + op.name + "' has " + what + " " +
+                     std::to_string(v) + "; expected a finite number >= 0");
+}
+
+struct TypeInfo {
+  int32_t vocab = 0;
+  OpClass op_class = OpClass::other;
+};
+
+}  // namespace
+
+NodeFeatures featurize(const Graph& g, const Cluster& c, const OpVocabulary& vocab) {
+  static const CostModel kDefaultCost;
+  return featurize(g, c, vocab, kDefaultCost);
+}
+
+NodeFeatures featurize(const Graph& g, const Cluster& c, const OpVocabulary& vocab,
+                       const CostModel& cost) {
+  if (!g.finalized()) throw InputError("featurize: graph '" + g.name + "' is not finalized");
+  if (c.devices.empty())
+    throw InputError("featurize: cluster '" + c.name + "' has no devices; expected at least one");
+  const DeviceSpec& dev0 = c.devices[0];
+  int64_t min_capacity = INT64_MAX;
+  double total_capacity = 0;
+  for (const DeviceSpec& d : c.devices) {
+    if (d.memory_bytes <= 0)
+      throw InputError("featurize: cluster '" + c.name + "': device '" + d.name +
+                       "' has memory_bytes " + std::to_string(d.memory_bytes) +
+                       "; expected a positive capacity");
+    min_capacity = std::min(min_capacity, d.memory_bytes);
+    total_capacity += static_cast<double>(d.memory_bytes);
+  }
+  const double cap = static_cast<double>(min_capacity);
+
+  const int32_t N = g.num_ops();
+  NodeFeatures f;
+  f.num_nodes = N;
+
+  // Deduplicated in-edges (src -> dst), grouped by dst in dense order, each dst's sources in
+  // the order of its in-edges; per-op edge bytes over all edges.
+  std::vector<int32_t> src, dst;
+  src.reserve(g.num_edges());
+  dst.reserve(g.num_edges());
+  std::vector<int64_t> in_ptr(static_cast<size_t>(N) + 1, 0);
+  std::vector<int32_t> stamp(N, -1), out_deg(N, 0);
+  std::vector<double> in_bytes(N, 0), out_bytes(N, 0);
+  const auto& edges = g.edges();
+  for (int32_t v = 0; v < N; ++v) {
+    for (int64_t k = g.in_ptr()[v]; k < g.in_ptr()[v + 1]; ++k) {
+      const Edge& e = edges[g.in_edge_ids()[k]];
+      in_bytes[v] += static_cast<double>(e.bytes);
+      out_bytes[e.src] += static_cast<double>(e.bytes);
+      if (stamp[e.src] == v) continue;
+      stamp[e.src] = v;
+      src.push_back(e.src);
+      dst.push_back(v);
+      ++out_deg[e.src];
+    }
+    in_ptr[v + 1] = static_cast<int64_t>(src.size());
+  }
+  const int64_t num_dedup_edges = static_cast<int64_t>(src.size());
+
+  // Topological position and level (longest path from a source, in edges).
+  const std::vector<int32_t>& topo = g.topo_order();
+  f.topo.assign(topo.begin(), topo.end());
+  std::vector<int32_t> pos(N), level(N, 0);
+  int32_t max_level = 0;
+  for (int32_t k = 0; k < N; ++k) {
+    const int32_t v = topo[k];
+    pos[v] = k;
+    int32_t l = 0;
+    for (int64_t j = in_ptr[v]; j < in_ptr[v + 1]; ++j) l = std::max(l, level[src[j]] + 1);
+    level[v] = l;
+    max_level = std::max(max_level, l);
+  }
+
+  // Colocation units: group sizes and resident bytes per unit.
+  const place::Units units = place::Units::colocation(g);
+  std::vector<int32_t> unit_size(units.num_units(), 0);
+  std::vector<double> unit_resident(units.num_units(), 0);
+  for (int32_t v = 0; v < N; ++v) {
+    ++unit_size[units.unit_of[v]];
+    unit_resident[units.unit_of[v]] += static_cast<double>(g.op(v).resident_bytes());
+  }
+
+  // Per type: vocabulary index and cost-model class, looked up once per distinct type.
+  std::unordered_map<std::string_view, TypeInfo> type_info;
+
+  f.x = nn::Tensor({N, kNodeFeatures});
+  f.op_type.resize(N);
+  float* x = f.x.data();
+  double sum_flops = 0, sum_time = 0, sum_param = 0, sum_resident = 0, sum_output = 0;
+  int64_t n_phase[3] = {0, 0, 0}, n_grouped = 0, n_measured = 0;
+  for (int32_t v = 0; v < N; ++v) {
+    const Op& op = g.op(v);
+    float* row = x + static_cast<int64_t>(v) * kNodeFeatures;
+    auto put = [row](int32_t col, double value) { row[col] = static_cast<float>(value); };
+
+    auto [it, inserted] = type_info.try_emplace(op.type);
+    if (inserted) it->second = TypeInfo{vocab.index(op.type), classify_op(op.type)};
+    f.op_type[v] = it->second.vocab;
+
+    const int p = static_cast<int>(op.phase);
+    put(feat::phase_forward + p, 1);
+    ++n_phase[p];
+    put(feat::class_matmul + static_cast<int32_t>(it->second.op_class), 1);
+
+    put(feat::num_outputs, std::log1p(static_cast<double>(op.outputs.size())) / kLn10);
+    if (!op.outputs.empty()) {
+      const auto& shape = op.outputs[0].shape;
+      put(feat::out_rank, static_cast<double>(std::min<size_t>(shape.size(), 8)) / 4);
+      for (size_t d = 0; d < shape.size() && d < 4; ++d)
+        put(feat::out_dim0 + static_cast<int32_t>(d),
+            log10p(static_cast<double>(std::max<int64_t>(shape[d], 0)), 1));
+    }
+
+    check_value(g, op, op.flops, "flops");
+    check_value(g, op, op.bytes_accessed, "bytes_accessed");
+    put(feat::flops, log10p(op.flops, kFlopUnit));
+    put(feat::bytes_accessed, log10p(op.bytes_accessed, kByteUnit));
+    sum_flops += op.flops;
+
+    // The measurement the cost model uses: this kind first, else "*".
+    const MeasuredTime* hit = nullptr;
+    for (const MeasuredTime& m : op.measured) {
+      check_value(g, op, m.time_s, "a measured time of");
+      if (m.device_kind == dev0.kind) {
+        if (!hit || hit->device_kind != dev0.kind) hit = &m;
+      } else if (m.device_kind == "*" && !hit) {
+        hit = &m;
+      }
+    }
+    if (hit) {
+      put(feat::measured_time, log10p(hit->time_s, kTimeUnit));
+      put(hit->device_kind == dev0.kind ? feat::measured_exact : feat::measured_any, 1);
+      ++n_measured;
+    }
+    const double t = cost.op_time_s(op, dev0);
+    put(feat::cost_time, log10p(t, kTimeUnit));
+    sum_time += t;
+
+    const double param = static_cast<double>(op.param_bytes);
+    const double resident = static_cast<double>(op.resident_bytes());
+    const double output = static_cast<double>(op.output_bytes());
+    put(feat::param_bytes, log10p(param, kByteUnit));
+    put(feat::optimizer_bytes, log10p(static_cast<double>(op.optimizer_bytes), kByteUnit));
+    put(feat::output_bytes, log10p(output, kByteUnit));
+    put(feat::temp_bytes, log10p(static_cast<double>(op.temp_bytes), kByteUnit));
+    put(feat::resident_frac, std::min(resident / cap, kNodeFracCap));
+    put(feat::output_frac, std::min(output / cap, kNodeFracCap));
+    sum_param += param;
+    sum_resident += resident;
+    sum_output += output;
+
+    put(feat::in_degree, log10p(static_cast<double>(in_ptr[v + 1] - in_ptr[v]), 1));
+    put(feat::out_degree, log10p(static_cast<double>(out_deg[v]), 1));
+    put(feat::in_edge_bytes, log10p(in_bytes[v], kByteUnit));
+    put(feat::out_edge_bytes, log10p(out_bytes[v], kByteUnit));
+    put(feat::topo_pos, N > 1 ? static_cast<double>(pos[v]) / (N - 1) : 0.0);
+    put(feat::level, max_level > 0 ? static_cast<double>(level[v]) / max_level : 0.0);
+
+    const int32_t u = units.unit_of[v];
+    if (!op.colocation.empty()) {
+      put(feat::has_group, 1);
+      put(feat::group_size, std::log10(static_cast<double>(unit_size[u])));
+      ++n_grouped;
+    }
+    put(feat::unit_resident_frac, std::min(unit_resident[u] / cap, kNodeFracCap));
+  }
+
+  f.adj = nn::make_adjacency(N, src, dst);
+
+  f.graph_stats = nn::Tensor({1, kGraphFeatures});
+  float* gs = f.graph_stats.data();
+  auto gput = [gs](int32_t col, double value) { gs[col] = static_cast<float>(value); };
+  const double n = static_cast<double>(N);
+  const double ndev = static_cast<double>(c.num_devices());
+  auto frac = [n](double count) { return n > 0 ? count / n : 0.0; };
+  gput(feat::g_ops, log10p(n, 1));
+  gput(feat::g_edges, log10p(static_cast<double>(g.num_edges()), 1));
+  gput(feat::g_mean_degree, log10p(frac(static_cast<double>(num_dedup_edges)), 1));
+  const double depth = N > 0 ? max_level + 1.0 : 0.0;
+  gput(feat::g_depth, log10p(depth, 1));
+  gput(feat::g_depth_frac, frac(depth));
+  gput(feat::g_flops, log10p(sum_flops, kFlopUnit));
+  gput(feat::g_cost_time, log10p(sum_time, kTimeUnit));
+  gput(feat::g_param_bytes, log10p(sum_param, kByteUnit));
+  gput(feat::g_resident_frac, std::min(sum_resident / total_capacity, kGraphFracCap));
+  gput(feat::g_memory_frac, std::min((sum_resident + sum_output) / total_capacity, kGraphFracCap));
+  gput(feat::g_devices, ndev / 8);
+  gput(feat::g_log_devices, log10p(ndev, 1));
+  gput(feat::g_frac_forward, frac(static_cast<double>(n_phase[0])));
+  gput(feat::g_frac_backward, frac(static_cast<double>(n_phase[1])));
+  gput(feat::g_frac_update, frac(static_cast<double>(n_phase[2])));
+  gput(feat::g_frac_grouped, frac(static_cast<double>(n_grouped)));
+  gput(feat::g_units_frac, frac(static_cast<double>(units.num_units())));
+  gput(feat::g_frac_measured, frac(static_cast<double>(n_measured)));
+  gput(feat::g_device_memory, log10p(cap, 1e9));
+  return f;
+}
+
+}  // namespace gdp::rl

@@ -1,0 +1,139 @@
+// The first stage of the GDP policy: a Graph on a Cluster -> per-op features (continuous,
+// scale-free, bounded), op-type vocabulary indices for a learned embedding, the nn adjacency
+// of the data edges, the topological order the attention runs in, and graph-level statistics
+// for the superposition network. The feature table is in docs/policy.md ("Features").
+//
+// Glossary: N = ops (nodes), V = vocabulary size (with the unknown slot), K = kNodeFeatures,
+// G = kGraphFeatures.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/graph.h"
+#include "nn/graph_ops.h"
+#include "nn/tensor.h"
+#include "sim/cost_model.h"
+
+namespace gdp::rl {
+
+// Op-type vocabulary: index 0 is the unknown-type slot; known types 1..V-1. The empty type
+// is never in the vocabulary (it maps to 0).
+class OpVocabulary {
+ public:
+  OpVocabulary();  // only the unknown slot
+  // The types of these graphs, most frequent first (ties by name, bytewise), at most
+  // max_size - 1 of them. max_size >= 1 (std::invalid_argument otherwise).
+  static OpVocabulary from_graphs(const std::vector<const Graph*>& graphs, int32_t max_size = 512);
+  // Strict reader of to_json()'s output; errors (InputError) name `source` and the JSON path.
+  static OpVocabulary from_json(const nlohmann::json& j, const std::string& source);
+  // The same from text (a key repeated in one object is an error too).
+  static OpVocabulary from_json_text(const std::string& text, const std::string& source);
+  nlohmann::ordered_json to_json() const;  // {"unknown": 0, "types": ["MatMul", ...]}
+
+  int32_t index(const std::string& type) const;                             // 0 when unknown
+  int32_t size() const { return static_cast<int32_t>(types_.size()) + 1; }  // V
+  const std::vector<std::string>& types() const { return types_; }          // index k+1 = types_[k]
+  const std::string& type(int32_t index) const;  // "" for 0; index in [0, V)
+
+ private:
+  explicit OpVocabulary(std::vector<std::string> types);
+
+  std::vector<std::string> types_;                  // (V - 1)
+  std::unordered_map<std::string, int32_t> index_;  // type -> 1..V-1
+};
+
+constexpr int32_t kNodeFeatures = 36;   // K: width of NodeFeatures::x
+constexpr int32_t kGraphFeatures = 19;  // G: width of NodeFeatures::graph_stats
+
+// Column indices of NodeFeatures::x (docs/policy.md has the transforms).
+namespace feat {
+enum NodeColumn : int32_t {
+  phase_forward = 0,  // phase one-hot (3)
+  phase_backward,
+  phase_update,
+  class_matmul,  // cost-model op class one-hot (6), classify_op(type)
+  class_conv,
+  class_elementwise,
+  class_reduction,
+  class_memory,
+  class_other,
+  num_outputs,
+  out_rank,  // rank of the first output
+  out_dim0,  // first 4 dims of the first output
+  out_dim1,
+  out_dim2,
+  out_dim3,
+  flops,
+  bytes_accessed,
+  measured_time,   // the measured time used (0 when none)
+  measured_exact,  // 1: a measurement for devices[0].kind
+  measured_any,    // 1: only a "*" measurement
+  cost_time,       // the cost model's time on devices[0] (measured when measured)
+  param_bytes,
+  optimizer_bytes,
+  output_bytes,
+  temp_bytes,
+  resident_frac,  // (param + optimizer) / smallest device capacity
+  output_frac,    // output bytes / smallest device capacity
+  in_degree,      // distinct predecessors
+  out_degree,     // distinct successors
+  in_edge_bytes,  // bytes of all in-edges
+  out_edge_bytes,
+  topo_pos,            // k / (N - 1) at topological position k
+  level,               // longest path from a source (in edges) / the largest such
+  has_group,           // colocation group present
+  group_size,          // log10(ops in the group)
+  unit_resident_frac,  // resident bytes of the op's unit (group, else the op) / capacity
+  kNodeCount
+};
+enum GraphColumn : int32_t {
+  g_ops = 0,
+  g_edges,
+  g_mean_degree,
+  g_depth,
+  g_depth_frac,  // depth / ops
+  g_flops,
+  g_cost_time,  // sum of cost_time over ops (one-device compute time)
+  g_param_bytes,
+  g_resident_frac,  // resident bytes / total device memory
+  g_memory_frac,    // (resident + output) bytes / total device memory
+  g_devices,        // devices / 8
+  g_log_devices,
+  g_frac_forward,
+  g_frac_backward,
+  g_frac_update,
+  g_frac_grouped,
+  g_units_frac,  // colocation units / ops
+  g_frac_measured,
+  g_device_memory,  // smallest device capacity, log10(1 + GB)
+  kGraphCount
+};
+}  // namespace feat
+static_assert(feat::kNodeCount == kNodeFeatures);
+static_assert(feat::kGraphCount == kGraphFeatures);
+
+struct NodeFeatures {
+  int32_t num_nodes = 0;
+  nn::Tensor x;                              // (N, K) float, continuous features, O(1) scale
+  std::vector<int64_t> op_type;              // (N) vocabulary index per op (0 = unknown)
+  std::shared_ptr<const nn::Adjacency> adj;  // data edges (deduplicated src->dst), N nodes
+  std::vector<int64_t> topo;                 // (N) op at each topological position
+  nn::Tensor graph_stats;                    // (1, G) float
+};
+
+// Deterministic; linear in the graph. Measured time: the op's time for the cluster's device
+// kind (devices[0].kind), else a "*" entry, else none (flags measured_exact / measured_any
+// say which). cost_time comes from `cost` (the default cost model in the 3-argument form) on
+// devices[0]. Throws InputError for a graph that is not finalized, a cluster without devices,
+// or an op with a negative or non-finite flops, bytes_accessed or measured time.
+NodeFeatures featurize(const Graph& g, const Cluster& c, const OpVocabulary& vocab);
+NodeFeatures featurize(const Graph& g, const Cluster& c, const OpVocabulary& vocab,
+                       const CostModel& cost);
+
+}  // namespace gdp::rl
