@@ -59,7 +59,7 @@ class GdpPlacer : public place::Placer {
  private:
   static Placement zero_shot_greedy(const place::Problem& pb, const Policy& policy) {
     nn::NoGradGuard no_grad;
-    const PolicyInput in = policy.prepare(pb.graph(), pb.cluster());
+    const PolicyInput in = policy.prepare(pb.graph(), pb.cluster(), pb.cost());
     const nn::Var logits = policy.forward(in);
     return placement_of(in.units, greedy_actions(logits.value()), 0);
   }
@@ -67,7 +67,7 @@ class GdpPlacer : public place::Placer {
   Placement zero_shot(place::Run& run, const Policy& policy) {
     const place::Problem& pb = run.problem();
     nn::NoGradGuard no_grad;
-    const PolicyInput in = policy.prepare(pb.graph(), pb.cluster());
+    const PolicyInput in = policy.prepare(pb.graph(), pb.cluster(), pb.cost());
     const nn::Var logits = policy.forward(in);
     std::vector<Placement> ps{placement_of(in.units, greedy_actions(logits.value()), 0)};
     Rng rng(run.seed());

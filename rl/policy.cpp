@@ -101,14 +101,15 @@ BasicPolicy<T>::BasicPolicy(const PolicyConfig& config, OpVocabulary vocab, uint
 }
 
 template <typename T>
-BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c) const {
+BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c,
+                                             const CostModel& cost) const {
   const int32_t D = c.num_devices();
   if (D > config_.max_devices)
     throw InputError("policy: cluster '" + c.name + "' has " + std::to_string(D) +
                      " devices; this policy places on at most max_devices = " +
                      std::to_string(config_.max_devices));
   BasicPolicyInput<T> in;
-  in.features = featurize(g, c, vocab_);
+  in.features = featurize(g, c, vocab_, cost);
   in.units = place::Units::colocation(g);
   in.num_devices = D;
   const int32_t N = g.num_ops(), U = in.units.num_units(), A = config_.max_devices;

@@ -33,6 +33,7 @@
 #include "nn/transformer_xl.h"
 #include "place/units.h"
 #include "rl/features.h"
+#include "sim/cost_model.h"
 
 namespace gdp::rl {
 
@@ -77,8 +78,10 @@ class BasicPolicy {
   BasicPolicy(const BasicPolicy&) = delete;
   BasicPolicy& operator=(const BasicPolicy&) = delete;
 
-  // Throws InputError when the cluster has more devices than max_devices.
-  BasicPolicyInput<T> prepare(const Graph& g, const Cluster& c) const;
+  // Throws InputError when the cluster has more devices than max_devices. The cost model
+  // prices the ops' time features (the caller's, so that --profile reaches them).
+  BasicPolicyInput<T> prepare(const Graph& g, const Cluster& c,
+                              const CostModel& cost = CostModel()) const;
   // Unit logits (U, A), masked beyond the cluster's devices.
   nn::BasicVar<T> forward(const BasicPolicyInput<T>& in) const;
 

@@ -114,7 +114,7 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
       st.run = st.own_run.get();
     }
     const place::Problem& problem = st.run->problem();
-    st.input = policy_->prepare(problem.graph(), problem.cluster());
+    st.input = policy_->prepare(problem.graph(), problem.cluster(), problem.cost());
     for (const char* m : {"human", "single", "round-robin"}) {
       const Placement p =
           place::place(place::prepare(place::registry(), m), problem, place::Budget(), seed)
