@@ -43,6 +43,21 @@ int64_t check_samples(const char* who, const BasicTensor<T>& logits,
   return n / U;
 }
 
+// A sampled action on a masked column (log-probability about kMaskedLogit, now or at sampling
+// time) is a bug of the caller: its ratio is meaningless and its gradient would reach the mask.
+template <typename T>
+void check_not_masked(const char* who, const BasicTensor<T>& logp, const std::vector<T>& old_logp,
+                      int64_t U) {
+  const double floor = 0.5 * static_cast<double>(kMaskedLogit);
+  for (size_t i = 0; i < old_logp.size(); ++i)
+    if (static_cast<double>(logp[static_cast<int64_t>(i)]) < floor ||
+        static_cast<double>(old_logp[i]) < floor)
+      fail(who, "sample " + std::to_string(i / U) + ", unit " + std::to_string(i % U) +
+                    ": the action is on a masked column (log-probability " +
+                    std::to_string(logp[static_cast<int64_t>(i)]) + " now, " +
+                    std::to_string(old_logp[i]) + " when sampled)");
+}
+
 template <typename T>
 double item_of(const BasicVar<T>& v) {
   return static_cast<double>(v.value().cpu().item());
@@ -158,7 +173,8 @@ BasicVar<T> ppo_loss(const BasicVar<T>& logits, const std::vector<int32_t>& acti
   const BasicVar<T> adv_k(BasicTensor<T>::from_vector({K, 1}, adv).to_device(dev));
 
   const BasicVar<T> logp = sample_log_probs(logits, actions);  // (K, U)
-  const BasicVar<T> ratio = nn::exp(nn::sub(logp, old));       // (K, U)
+  check_not_masked(who, logp.value().cpu(), old_logp, U);
+  const BasicVar<T> ratio = nn::exp(nn::sub(logp, old));  // (K, U)
   const T lo = static_cast<T>(1.0 - c.clip), hi = static_cast<T>(1.0 + c.clip);
   // minimum gives ties to its first argument: inside [lo, hi] both terms are equal and the
   // gradient is that of r A (the clip is inactive there).

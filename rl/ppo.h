@@ -46,7 +46,8 @@ struct PpoStats {
 //   loss = -mean_{k,u} min(r A_k, clip(r, 1-eps, 1+eps) A_k) - entropy_coef * mean_u H(u).
 // Every unit counts once (no per-unit weights, docs/ppo.md). Returns a scalar Var: backward()
 // once gives the gradient of all K samples. Fills stats when given. Throws std::invalid_argument
-// on inconsistent sizes, an action outside [0, A), non-finite old_logp or advantages, clip <= 0.
+// on inconsistent sizes, an action outside [0, A) or on a masked column (log-probability below
+// kMaskedLogit / 2, now or in old_logp), non-finite old_logp or advantages, clip <= 0.
 // Float logits may live on the CUDA device (every op used has a device path); double is for
 // gradient checks.
 template <typename T>

@@ -502,6 +502,13 @@ TEST_CASE("rl/ppo rejects inconsistent input with a message", "[rl]") {
   std::vector<double> nan_old = c.old_logp;
   nan_old[2] = std::nan("");
   CHECK_THROWS_WITH(ppo_loss(x, c.actions, nan_old, c.adv, cfg), Catch::Contains("old_logp[2]"));
+  // An action on a masked column, at sampling time or now.
+  TensorD masked = c.logits.clone();
+  masked[1 * 3 + c.actions[1]] += kMaskedLogit;  // sample 0, unit 1
+  CHECK_THROWS_WITH(ppo_loss(VarD(masked), c.actions, c.old_logp, c.adv, cfg),
+                    Catch::Contains("sample 0, unit 1: the action is on a masked column"));
+  CHECK_THROWS_WITH(ppo_loss(x, c.actions, log_probs(masked, c.actions), c.adv, cfg),
+                    Catch::Contains("sample 0, unit 1: the action is on a masked column"));
   PpoConfig no_clip;
   no_clip.clip = 0;
   CHECK_THROWS_WITH(ppo_loss(x, c.actions, c.old_logp, c.adv, no_clip), Catch::Contains("clip"));
