@@ -36,14 +36,19 @@ void categorical_sample(int32_t* actions, const T* logits, int32_t N, int32_t A,
     log_softmax_row(lp.data(), logits + static_cast<int64_t>(n) * A, A);
     const double u = rng.uniform();
     double cdf = 0;
-    int32_t pick = A - 1;  // guards against rounding leaving cdf slightly below 1
+    // Rounding can leave the total slightly below 1 (by ~1e-7 in float): u past it picks the
+    // last column of positive probability, never a masked one (probability exactly 0).
+    int32_t pick = -1, last_positive = 0;
     for (int32_t c = 0; c < A; ++c) {
-      cdf += std::exp(static_cast<double>(lp[c]));
+      const double p = std::exp(static_cast<double>(lp[c]));
+      if (p > 0) last_positive = c;
+      cdf += p;
       if (u < cdf) {
         pick = c;
         break;
       }
     }
+    if (pick < 0) pick = last_positive;
     actions[n] = pick;
   }
 }

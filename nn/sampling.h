@@ -11,7 +11,8 @@
 namespace gdp::nn {
 
 // actions[n] ~ softmax(logits[n]) by inverse CDF on one rng.uniform() per row (rows in order,
-// so the same seed gives the same actions).
+// so the same seed gives the same actions). A column of probability exactly 0 (masked with a
+// large negative logit) is never picked, even when rounding leaves the row's total below 1.
 template <typename T>
 void categorical_sample(int32_t* actions,  // (N)
                         const T* logits,   // (N, A)

@@ -32,6 +32,18 @@ TEST_CASE("nn/categorical sample is seeded and follows the softmax", "[nn]") {
   CHECK(best[0] == 2);
 }
 
+TEST_CASE("nn/categorical sample never picks a masked column", "[nn]") {
+  // 35 equal logits and a masked last column: in float the 35 probabilities sum to 1 - 9.6e-8,
+  // and seed 3138459 draws u above that total (found by search). The fallback used to be the
+  // last column, i.e. the masked device.
+  std::vector<float> row(36, 0.0f);
+  row[35] = -1e9f;
+  int32_t a = -1;
+  Rng rng(3138459);
+  categorical_sample(&a, row.data(), 1, 36, rng);
+  CHECK(a == 34);
+}
+
 TEST_CASE("nn/categorical log prob and entropy values", "[nn]") {
   // Row 0 uniform over 4; row 1 = log(1, 3) -> p = (1/4, 3/4) padded with -inf-like logits.
   const TensorD logits =
