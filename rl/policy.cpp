@@ -3,18 +3,21 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/json_strict.h"
 #include "nn/graph_ops.h"
 #include "nn/ops.h"
 #include "nn/sampling.h"
+#include "rl/ppo.h"
 
 namespace gdp::rl {
 
 namespace {
 
-constexpr double kMaskLogit = -1e9;
+constexpr double kMaskLogit = kMaskedLogit;  // rl/ppo.h
 
 int32_t int_key(const StrictJson& sj, const nlohmann::json& j, const char* key, int32_t def,
                 int32_t lo, int32_t hi) {
@@ -32,7 +35,7 @@ PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string&
   sj.check_keys(
       j, "", {},
       {"max_devices", "type_embedding", "width", "sage_layers", "attention", "attention_layers",
-       "heads", "ffn", "segment", "memory", "superposition", "film_hidden"});
+       "heads", "ffn", "segment", "memory", "superposition", "film_hidden", "anchor"});
   PolicyConfig c;
   c.max_devices = int_key(sj, j, "max_devices", c.max_devices, 1, 1024);
   c.type_embedding = int_key(sj, j, "type_embedding", c.type_embedding, 1, 4096);
@@ -46,6 +49,7 @@ PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string&
   c.memory = int_key(sj, j, "memory", c.memory, 0, 1 << 20);
   c.superposition = bool_key(sj, j, "superposition", c.superposition);
   c.film_hidden = int_key(sj, j, "film_hidden", c.film_hidden, 1, 65536);
+  c.anchor = bool_key(sj, j, "anchor", c.anchor);
   if (c.width % c.heads != 0)
     sj.fail("heads", "expected a divisor of width " + std::to_string(c.width) + ", got " +
                          std::to_string(c.heads));
@@ -66,6 +70,7 @@ nlohmann::ordered_json PolicyConfig::to_json() const {
   j["memory"] = memory;
   j["superposition"] = superposition;
   j["film_hidden"] = film_hidden;
+  j["anchor"] = anchor;
   return j;
 }
 
@@ -76,8 +81,9 @@ BasicPolicy<T>::BasicPolicy(const PolicyConfig& config, OpVocabulary vocab, uint
   const int32_t D = c.width, E = c.type_embedding, A = c.max_devices;
   auto bound = [](int64_t fan_in) { return 1.0 / std::sqrt(static_cast<double>(fan_in)); };
   type_table_ = params_.add_normal("embed.type", {vocab_.size(), E}, 1.0, rng_);
-  w_in_ = params_.add_uniform("in.w", {D, kNodeFeatures + E}, bound(kNodeFeatures + E), rng_);
-  b_in_ = params_.add_uniform("in.b", {D}, bound(kNodeFeatures + E), rng_);
+  w_in_ =
+      params_.add_uniform("in.w", {D, 2 * kNodeFeatures + E}, bound(2 * kNodeFeatures + E), rng_);
+  b_in_ = params_.add_uniform("in.b", {D}, bound(2 * kNodeFeatures + E), rng_);
   w_g_ = params_.add_uniform("in.w_graph", {D, kGraphFeatures}, bound(kGraphFeatures), rng_);
   sage_ = std::make_unique<nn::BasicSageEncoder<T>>(
       params_, "sage", nn::SageConfig{D, D, c.sage_layers, true}, rng_);
@@ -102,7 +108,7 @@ BasicPolicy<T>::BasicPolicy(const PolicyConfig& config, OpVocabulary vocab, uint
 
 template <typename T>
 BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c,
-                                             const CostModel& cost) const {
+                                            const CostModel& cost) const {
   const int32_t D = c.num_devices();
   if (D > config_.max_devices)
     throw InputError("policy: cluster '" + c.name + "' has " + std::to_string(D) +
@@ -123,10 +129,34 @@ BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c,
   std::vector<T> scale(U);
   for (int32_t u = 0; u < U; ++u) scale[u] = T(1) / count[u];
   in.unit_scale = nn::BasicTensor<T>::from_vector({U, 1}, scale);
-  std::vector<T> mask(A, T(0));
-  for (int32_t a = D; a < A; ++a) mask[a] = T(kMaskLogit);
-  in.mask = nn::BasicTensor<T>::from_vector({1, A}, mask);
-  in.x = in.features.x.template cast<T>();
+  std::vector<T> mask(static_cast<size_t>(U) * A, T(0));
+  for (int32_t u = 0; u < U; ++u)
+    for (int32_t a = D; a < A; ++a) mask[static_cast<size_t>(u) * A + a] = T(kMaskLogit);
+  in.anchored = config_.anchor && D > 1 && devices_interchangeable(c);
+  if (in.anchored)
+    for (int32_t a = 1; a < D; ++a) mask[a] = T(kMaskLogit);  // unit 0: device 0 only
+  in.mask = nn::BasicTensor<T>::from_vector({U, A}, mask);
+  // [x | x standardized per column over this graph's ops]: the raw features keep the absolute
+  // scale that transfers between graphs; the standardized copy makes the differences between
+  // the ops of one graph as large as the features allow (without it the node embeddings of a
+  // graph are nearly equal and the policy can only learn one device preference for all).
+  {
+    const nn::Tensor& xf = in.features.x;
+    const int64_t F = xf.dim(1);
+    std::vector<T> xs(static_cast<size_t>(N) * 2 * F);
+    for (int64_t f = 0; f < F; ++f) {
+      double mean = 0, sq = 0;
+      for (int64_t i = 0; i < N; ++i) mean += xf[i * F + f];
+      mean /= N;
+      for (int64_t i = 0; i < N; ++i) sq += (xf[i * F + f] - mean) * (xf[i * F + f] - mean);
+      const double inv = 1.0 / std::sqrt(sq / N + 1e-6);
+      for (int64_t i = 0; i < N; ++i) {
+        xs[i * 2 * F + f] = static_cast<T>(xf[i * F + f]);
+        xs[i * 2 * F + F + f] = static_cast<T>((xf[i * F + f] - mean) * inv);
+      }
+    }
+    in.x = nn::BasicTensor<T>::from_vector({N, 2 * F}, xs);
+  }
   in.stats = in.features.graph_stats.template cast<T>();
   return in;
 }
@@ -140,8 +170,14 @@ nn::BasicVar<T> BasicPolicy<T>::forward(const BasicPolicyInput<T>& in) const {
   const V h0 = nn::relu(
       nn::add(nn::linear(nn::concat<T>({x, e}, 1), w_in_, b_in_), nn::linear(stats, w_g_, V())));
   const V h = sage_->forward(h0, in.features.adj);
-  const V ht = nn::gather_rows(h, in.features.topo);
-  const V film = film_ ? film_->forward(ht) : V();
+  // The graph embedding (superposition) sees the raw node embeddings; the attention sees them
+  // standardized over the graph's ops (mean 0, variance 1 per channel): without this the
+  // embeddings share a large common component, every op gets nearly the same logits and the
+  // policy can only learn one device preference for all (measured: docs/policy.md).
+  const V film = film_ ? film_->forward(h) : V();
+  const V centered = nn::sub(h, nn::mean(h, 0, true));
+  const V spread = nn::sqrt(nn::add_scalar(nn::mean(nn::square(centered), 0, true), T(1e-5)));
+  const V ht = nn::gather_rows(nn::div(centered, spread), in.features.topo);
   V o;
   if (xl_) {
     o = xl_->forward(ht, film);
@@ -152,6 +188,46 @@ nn::BasicVar<T> BasicPolicy<T>::forward(const BasicPolicyInput<T>& in) const {
   const V node_logits = nn::linear(o, w_out_, b_out_);
   const V unit_sum = nn::scatter_add_rows(node_logits, in.unit_of_topo, in.num_units());
   return nn::add(nn::mul(unit_sum, V(in.unit_scale)), V(in.mask));
+}
+
+bool devices_interchangeable(const Cluster& c) {
+  const int32_t D = c.num_devices();
+  const DeviceSpec& d0 = c.devices[0];
+  for (const DeviceSpec& d : c.devices)
+    if (d.kind != d0.kind || d.peak_fp32_flops != d0.peak_fp32_flops ||
+        d.peak_fp16_flops != d0.peak_fp16_flops || d.mem_bandwidth_Bps != d0.mem_bandwidth_Bps ||
+        d.memory_bytes != d0.memory_bytes || d.launch_overhead_s != d0.launch_overhead_s)
+      return false;
+  struct RouteKey {
+    size_t hops;
+    double bottleneck_Bps, latency_s;
+    bool operator<(const RouteKey& o) const {
+      return std::tie(hops, bottleneck_Bps, latency_s) <
+             std::tie(o.hops, o.bottleneck_Bps, o.latency_s);
+    }
+    bool operator==(const RouteKey& o) const {
+      return hops == o.hops && bottleneck_Bps == o.bottleneck_Bps && latency_s == o.latency_s;
+    }
+  };
+  auto profile = [&](int32_t s) {
+    std::vector<RouteKey> keys;
+    for (int32_t d = 0; d < D; ++d) {
+      if (d == s) continue;
+      RouteKey k{c.route(s, d).size(), std::numeric_limits<double>::infinity(), 0};
+      for (int32_t l : c.route(s, d)) {
+        const LinkSpec& ls = c.links[l / 2];
+        k.bottleneck_Bps = std::min(k.bottleneck_Bps, ls.bandwidth_Bps);
+        k.latency_s += ls.latency_s;
+      }
+      keys.push_back(k);
+    }
+    std::sort(keys.begin(), keys.end());
+    return keys;
+  };
+  const auto p0 = profile(0);
+  for (int32_t s = 1; s < D; ++s)
+    if (!(profile(s) == p0)) return false;
+  return true;
 }
 
 std::vector<int32_t> sample_actions(const nn::Tensor& logits, int32_t K, Rng& rng) {

@@ -13,6 +13,14 @@
 // policy serves clusters of 2..A devices. A unit is a colocation group or a lone op
 // (place/units.h): a group takes one decision.
 //
+// Symmetry anchor: on a cluster whose devices are interchangeable (identical specs and
+// identical routes to the others, as in every preset), a placement and its relabelings have the
+// same step time, so the expected policy gradient vanishes at the uniform initial policy (a
+// saddle that only noise escapes). With `anchor` the topologically first unit is pinned to
+// device 0 (its other columns masked): one representative per relabeling class of device 0,
+// no placement lost up to symmetry, and a gradient from the first iteration
+// (docs/policy.md, "Symmetry").
+//
 // Glossary: N = ops, U = placement units, A = device slots, F = node features (rl/features.h),
 // E = op-type embedding, D = width, L = attention layers, S = segment, M = memory.
 #pragma once
@@ -49,6 +57,7 @@ struct PolicyConfig {
   int32_t segment = 128;      // S
   int32_t memory = 128;       // M
   bool superposition = true;  // false: no graph-level gating (ablation)
+  bool anchor = true;         // pin the first unit to device 0 on interchangeable devices
   int32_t film_hidden = 64;
 
   // Strict: unknown keys, wrong types and impossible values are InputErrors naming `source`
@@ -64,7 +73,8 @@ struct BasicPolicyInput {
   place::Units units;
   std::vector<int64_t> unit_of_topo;  // (N) unit of the op at each topological position
   nn::BasicTensor<T> unit_scale;      // (U, 1) 1 / ops in the unit
-  nn::BasicTensor<T> mask;            // (1, A) 0 for the cluster's devices, -1e9 beyond
+  nn::BasicTensor<T> mask;            // (U, A) 0 for allowed devices, -1e9 for the others
+  bool anchored = false;              // unit 0 pinned to device 0 (PolicyConfig::anchor)
   nn::BasicTensor<T> x, stats;        // features as T
   int32_t num_devices = 0;
   int32_t num_units() const { return units.num_units(); }
@@ -108,6 +118,11 @@ using Policy = BasicPolicy<float>;
 using PolicyD = BasicPolicy<double>;
 using PolicyInput = BasicPolicyInput<float>;
 using PolicyInputD = BasicPolicyInput<double>;
+
+// Whether relabeling the devices maps the cluster onto itself as far as the simulator can
+// tell: identical device specs, and for each device the same multiset of routes (hops,
+// bottleneck bandwidth, latency) to the others.
+bool devices_interchangeable(const Cluster& c);
 
 // Sampling from unit logits (values, no tape). actions (K * U), sample-major; the same rng
 // state gives the same actions.

@@ -12,6 +12,7 @@
 #include "core/io.h"
 #include "core/json_strict.h"
 #include "nn/checkpoint.h"
+#include "nn/ops.h"
 #include "place/registry.h"
 
 namespace gdp::rl {

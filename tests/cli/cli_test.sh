@@ -29,7 +29,7 @@ G
 case "$case_name" in
   help)
     expect_rc 0 "usage" -- "$gdp" --help
-    for c in info convert cluster simulate gen place compare; do
+    for c in info convert cluster simulate gen place compare train; do
       expect_rc 0 "usage: gdp $c" -- "$gdp" "$c" --help
     done ;;
   usage)
@@ -136,6 +136,53 @@ H
     expect_rc 0 '"entries"' -- "$gdp" compare --suite "$(dirname "$0")/../../datasets/suites/smoke.json" --methods human,single --json
     expect_rc 2 "unknown method" -- "$gdp" compare --methods best
     expect_rc 0 "random" -- "$gdp" compare --suite "$(dirname "$0")/../../datasets/suites/smoke.json" --methods single,random --samples 8 ;;
+  train)
+    # GDP-one on a small graph with a tiny policy: outputs, determinism, kill -9 and resume,
+    # zero-shot placement from the checkpoint, errors.
+    expect_rc 0 "" -- "$gdp" gen rnnlm --layers 2 --batch 4 --seq-len 4 --hidden 32 --vocab 50 -o "$tmp/r.json"
+    cat > "$tmp/cfg.json" <<'C'
+{"policy": {"max_devices": 4, "type_embedding": 3, "width": 8, "sage_layers": 1, "attention_layers": 1,
+ "heads": 2, "ffn": 8, "segment": 16, "memory": 16, "film_hidden": 4},
+ "samples_per_iteration": 8, "lr": 0.01, "checkpoint_every": 1}
+C
+    common=(--graph "$tmp/r.json" --cluster v100x2-nvlink --config "$tmp/cfg.json" --seed 3 --quiet)
+    expect_rc 0 "done" -- "$gdp" train "${common[@]}" --samples 400 --out "$tmp/a"
+    for f in config.json log.csv best.json state.json summary.json; do
+      [ -s "$tmp/a/$f" ] || fail "train did not write $f"
+    done
+    head -1 "$tmp/a/log.csv" | grep -q '^iteration,samples,wall_s,best_step_s,mean_step_s,invalid_frac,entropy,loss$' || fail "log.csv header: $(head -1 "$tmp/a/log.csv")"
+    [ "$(wc -l < "$tmp/a/log.csv")" -eq 51 ] || fail "log.csv should hold 50 iterations"
+    for k in best_step_time_s reference_step_time_s samples wall_s samples_to_best seconds_to_best; do
+      grep -q "\"$k\"" "$tmp/a/summary.json" || fail "summary.json lacks $k"
+    done
+    expect_rc 0 '"valid": true' -- "$gdp" simulate --graph "$tmp/r.json" --cluster v100x2-nvlink --placement "$tmp/a/best.json" --json
+    expect_rc 0 "done" -- "$gdp" train "${common[@]}" --samples 400 --out "$tmp/b"
+    cmp -s "$tmp/a/best.json" "$tmp/b/best.json" || fail "same seed, other best.json"
+    [ "$(cut -d, -f1,2,4- "$tmp/a/log.csv")" = "$(cut -d, -f1,2,4- "$tmp/b/log.csv")" ] || fail "same seed, other log rows"
+    # kill -9 part-way, then resume: the same result as the uninterrupted run.
+    expect_rc 0 "done" -- "$gdp" train "${common[@]}" --samples 4000 --out "$tmp/full"
+    "$gdp" train "${common[@]}" --samples 4000 --out "$tmp/killed" > /dev/null 2>&1 &
+    pid=$!
+    for _ in $(seq 1 600); do
+      [ -f "$tmp/killed/log.csv" ] && [ "$(wc -l < "$tmp/killed/log.csv")" -ge 20 ] && break
+      sleep 0.05
+    done
+    kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+    [ ! -f "$tmp/killed/summary.json" ] || fail "the run finished before it was killed (test too slow to kill)"
+    expect_rc 2 "drop --samples" -- "$gdp" train --resume "$tmp/killed" --samples 10
+    expect_rc 0 "resumed" -- "$gdp" train --resume "$tmp/killed" --quiet
+    cmp -s "$tmp/full/best.json" "$tmp/killed/best.json" || fail "resumed run: other best.json"
+    [ "$(cut -d, -f1,2,4- "$tmp/full/log.csv")" = "$(cut -d, -f1,2,4- "$tmp/killed/log.csv")" ] || fail "resumed run: other log rows"
+    # Zero-shot on a graph the policy never saw.
+    expect_rc 0 "" -- "$gdp" gen gnmt --layers 2 --batch 2 --seq-len 3 --hidden 16 --vocab 30 -o "$tmp/u.json"
+    expect_rc 0 "zero-shot" -- "$gdp" place --method gdp --options "{\"checkpoint\": \"$tmp/a\", \"samples\": 4}" --graph "$tmp/u.json" --cluster v100x4-nvlink -o "$tmp/zs.json"
+    expect_rc 0 '"valid": true' -- "$gdp" simulate --graph "$tmp/u.json" --cluster v100x4-nvlink --placement "$tmp/zs.json" --json
+    # Errors: a run folder again, bad configuration, a device that is not there.
+    expect_rc 1 "resume" -- "$gdp" train "${common[@]}" --samples 16 --out "$tmp/a"
+    printf '{"epoch": 3}' > "$tmp/bad.json"
+    expect_rc 1 "unknown key" -- "$gdp" train --graph "$tmp/r.json" --cluster v100x2-nvlink --config "$tmp/bad.json" --out "$tmp/c"
+    expect_rc 1 "cuda" -- "$gdp" train --graph "$tmp/r.json" --cluster v100x2-nvlink --device cuda --out "$tmp/d"
+    expect_rc 2 "--device" -- "$gdp" train --graph "$tmp/r.json" --cluster v100x2-nvlink --device tpu --out "$tmp/e" ;;
   *) fail "unknown case $case_name" ;;
 esac
 echo "PASSED: $case_name"

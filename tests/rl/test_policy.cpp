@@ -59,9 +59,12 @@ TEST_CASE("rl/policy logits: one row per unit, devices beyond the cluster masked
   const nn::Var logits = policy.forward(in);
   REQUIRE(logits.shape() == nn::Shape{in.num_units(), 4});
   const nn::Tensor v = logits.value();
+  // Two identical V100s: the first unit is anchored to device 0 (docs/policy.md, "Symmetry").
+  CHECK(in.anchored);
+  CHECK(v.at({0, 1}) < -1e8);
   for (int64_t u = 0; u < in.num_units(); ++u) {
     CHECK(std::isfinite(v.at({u, 0})));
-    CHECK(std::abs(v.at({u, 1})) < 100);
+    if (u > 0) CHECK(std::abs(v.at({u, 1})) < 100);
     CHECK(v.at({u, 2}) < -1e8);
     CHECK(v.at({u, 3}) < -1e8);
   }
@@ -79,6 +82,14 @@ TEST_CASE("rl/policy logits: one row per unit, devices beyond the cluster masked
   // Deterministic: same seed, same network, same logits.
   const rl::Policy again(test::tiny_config().policy, vocab_of(g), 7);
   CHECK(again.forward(again.prepare(g, c)).value().to_vector() == v.to_vector());
+  // No anchor on devices that differ, or when the option is off.
+  Cluster mixed = c;
+  mixed.devices[1].memory_bytes /= 2;
+  mixed.finalize();
+  CHECK_FALSE(policy.prepare(g, mixed).anchored);
+  CHECK_FALSE(rl::devices_interchangeable(mixed));
+  CHECK(rl::devices_interchangeable(read_cluster("v100x4-pcie")));
+  CHECK(rl::devices_interchangeable(read_cluster("v100x8-nvlink")));
   // More devices than max_devices: a clear error.
   CHECK_THAT(error_of([&] { policy.prepare(g, read_cluster("v100x8-nvlink")); }),
              Contains("8 devices") && Contains("max_devices = 4"));
@@ -92,8 +103,11 @@ TEST_CASE("rl/policy gradients by finite differences (attention and superpositio
     rl::PolicyConfig cfg = test::tiny_config().policy;
     cfg.width = 4;
     cfg.ffn = 4;
-    cfg.segment = 3;
+    // One segment: Transformer-XL stops the gradient through its memory on purpose, which
+    // finite differences would see (nn/transformer_xl.h; the segments are tested in nn/).
+    cfg.segment = 8;
     cfg.memory = 2;
+    cfg.anchor = false;  // an anchored unit's masked logits (-1e9) defeat finite differences
     cfg.attention = variant != 1;
     cfg.superposition = variant != 2;
     INFO("attention " << cfg.attention << " superposition " << cfg.superposition);
