@@ -169,6 +169,14 @@ bool Trainer::done(const place::Budget& budget) const {
 
 std::vector<IterationStats> Trainer::step() {
   ++iteration_;
+  times_ = PhaseTimes();
+  using Clock = std::chrono::steady_clock;
+  auto tick = Clock::now();
+  auto lap = [&](double& into) {
+    const auto now = Clock::now();
+    into += std::chrono::duration<double>(now - tick).count();
+    tick = now;
+  };
   const int32_t K = config_.samples_per_iteration, E = config_.epochs, M = config_.minibatches;
   const float inv_graphs = 1.0f / static_cast<float>(graphs_.size());
   nn::ParameterBuffer& params = policy_->params();
@@ -187,14 +195,18 @@ std::vector<IterationStats> Trainer::step() {
     {
       std::unique_ptr<nn::NoGradGuard> no_grad;
       if (!reuse_first) no_grad = std::make_unique<nn::NoGradGuard>();
+      tick = Clock::now();
       logits = policy_->forward(st.input);
+      lap(times_.forward_s);
     }
     Batch& b = batches[gi];
     b.actions = sample_actions(logits.value(), K, rng_);
     b.old_logp = log_probs(logits.value(), b.actions);
     std::vector<Placement> ps(K);
     for (int32_t k = 0; k < K; ++k) ps[k] = placement_of(st.input.units, b.actions, k);
+    lap(times_.sample_s);
     const std::vector<double> t = st.run->evaluate(ps);
+    lap(times_.simulate_s);
     b.adv = advantages(rewards_of(t, st.reference_s, config_.reward), config_.ppo);
     IterationStats& row = rows[gi];
     row.iteration = iteration_;
@@ -209,6 +221,7 @@ std::vector<IterationStats> Trainer::step() {
       PpoStats ps_stats;
       const nn::Var loss = ppo_loss(logits, b.actions, b.old_logp, b.adv, config_.ppo, &ps_stats);
       nn::backward(nn::scale(loss, inv_graphs));
+      lap(times_.backward_s);
       row.entropy = ps_stats.entropy;
       row.loss = ps_stats.loss;
       row.approx_kl = ps_stats.approx_kl;
@@ -216,8 +229,10 @@ std::vector<IterationStats> Trainer::step() {
     }
   }
   if (reuse_first) {
+    tick = Clock::now();
     nn::clip_grad_norm(params, config_.grad_clip);
     adam_->step();
+    lap(times_.update_s);
   }
   // The remaining updates: epochs x minibatches, each over every graph's share of its samples.
   std::vector<int32_t> order(K);
@@ -242,17 +257,22 @@ std::vector<IterationStats> Trainer::step() {
           adv.push_back(b.adv[k]);
         }
         PpoStats ps_stats;
+        tick = Clock::now();
         const nn::Var logits = policy_->forward(graphs_[gi].input);
+        lap(times_.forward_s);
         const nn::Var loss = ppo_loss(logits, acts, old, adv, config_.ppo, &ps_stats);
         nn::backward(nn::scale(loss, inv_graphs));
+        lap(times_.backward_s);
         IterationStats& row = rows[gi];
         if (!reuse_first && e == 0 && mb == 0) row.entropy = ps_stats.entropy;
         row.loss = ps_stats.loss;
         row.approx_kl = ps_stats.approx_kl;
         row.clip_fraction = ps_stats.clip_fraction;
       }
+      tick = Clock::now();
       nn::clip_grad_norm(params, config_.grad_clip);
       adam_->step();
+      lap(times_.update_s);
     }
   }
   for (size_t gi = 0; gi < graphs_.size(); ++gi) {

@@ -69,6 +69,16 @@ struct IterationStats {
   double clip_fraction = 0;
 };
 
+// Where the last iteration's time went (seconds, all graphs).
+struct PhaseTimes {
+  double forward_s = 0;   // policy forward passes
+  double sample_s = 0;    // sampling K placements and their old log-probabilities
+  double simulate_s = 0;  // Simulator::step_times of the K placements
+  double backward_s = 0;  // PPO loss and backward passes
+  double update_s = 0;    // gradient clipping and Adam
+  double total_s() const { return forward_s + sample_s + simulate_s + backward_s + update_s; }
+};
+
 class Trainer {
  public:
   // Builds the policy (a fresh one from `config.policy` with the vocabulary of the graphs'
@@ -85,6 +95,7 @@ class Trainer {
   bool done(const place::Budget& budget) const;
 
   int64_t iteration() const { return iteration_; }
+  const PhaseTimes& last_step_times() const { return times_; }
   int64_t total_samples() const;
   double wall_s() const;
   const Policy& policy() const { return *policy_; }
@@ -126,6 +137,7 @@ class Trainer {
   std::vector<GraphState> graphs_;
   Rng rng_;  // sampling and minibatch order
   int64_t iteration_ = 0;
+  PhaseTimes times_;
   double wall_offset_s_ = 0;  // run seconds before a resume
   std::chrono::steady_clock::time_point start_;
 };
