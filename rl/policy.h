@@ -78,6 +78,14 @@ struct BasicPolicyInput {
   nn::BasicTensor<T> x, stats;        // features as T
   int32_t num_devices = 0;
   int32_t num_units() const { return units.num_units(); }
+  // Moves the tensors the forward pass reads to `device` (the policy's parameters must be
+  // there too: ParameterBuffer::to_device).
+  void to_device(nn::Device device) {
+    x = x.to_device(device);
+    stats = stats.to_device(device);
+    unit_scale = unit_scale.to_device(device);
+    mask = mask.to_device(device);
+  }
 };
 
 template <typename T>

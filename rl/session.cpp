@@ -214,6 +214,10 @@ void run_loop(Trainer& t, const SessionSpec& s, const std::string& dir, const It
   write_summary(t, dir);
 }
 
+nn::Device device_of(const SessionSpec& s) {
+  return s.device == "cuda" ? nn::Device::cuda : nn::Device::cpu;
+}
+
 place::Budget effective_budget(const SessionSpec& s, size_t graphs) {
   place::Budget b = s.budget;
   if (!b.limited())
@@ -239,8 +243,6 @@ void check_device(const std::string& device) {
 void train(const SessionSpec& spec_in, const std::string& dir, const IterationFn& on_iteration) {
   SessionSpec spec = spec_in;
   check_device(spec.device);
-  if (spec.device != "cpu")
-    throw InputError("device cuda: the trainer runs the policy on the cpu in this version");
   if (fs::exists(fs::path(dir) / "config.json"))
     throw InputError(dir + ": holds a training run already; resume it with --resume " + dir +
                      " or choose another --out");
@@ -249,7 +251,7 @@ void train(const SessionSpec& spec_in, const std::string& dir, const IterationFn
   spec.budget = effective_budget(spec, m->graphs.size());
   std::unique_ptr<Policy> init;
   if (!spec.init_dir.empty()) init = load_policy(spec.init_dir);
-  Trainer t(spec.config, train_graphs(*m), m->cost, spec.seed, init.get());
+  Trainer t(spec.config, train_graphs(*m), m->cost, spec.seed, init.get(), device_of(spec));
   write_text_file_atomic((fs::path(dir) / "config.json").string(),
                          spec_to_json(spec, t.policy()).dump(2) + "\n");
   write_text_file_atomic((fs::path(dir) / "log.csv").string(), log_header(m->graphs.size() > 1));
@@ -261,7 +263,8 @@ void resume(const std::string& dir, const IterationFn& on_iteration, int64_t max
   auto m = materialize(f.spec);
   std::unique_ptr<Policy> init;
   if (!f.spec.init_dir.empty()) init = load_policy(f.spec.init_dir);
-  Trainer t(f.spec.config, train_graphs(*m), m->cost, f.spec.seed, init.get());
+  check_device(f.spec.device);
+  Trainer t(f.spec.config, train_graphs(*m), m->cost, f.spec.seed, init.get(), device_of(f.spec));
   if (t.policy().vocabulary().to_json() != OpVocabulary::from_json(f.vocabulary, dir).to_json())
     throw InputError(dir +
                      "/config.json: vocabulary: differs from the graphs' (were the graph "

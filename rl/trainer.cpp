@@ -85,7 +85,7 @@ nlohmann::ordered_json TrainConfig::to_json() const {
 }
 
 Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostModel& cost,
-                 uint64_t seed, const Policy* init)
+                 uint64_t seed, const Policy* init, nn::Device device)
     : config_(std::move(config)),
       cost_(cost),
       seed_(seed),
@@ -101,6 +101,7 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
     for (const auto& g : graphs) gs.push_back(g.graph);
     policy_ = std::make_unique<Policy>(config_.policy, OpVocabulary::from_graphs(gs), seed);
   }
+  policy_->params().to_device(device);
   nn::AdamConfig ac;
   ac.lr = config_.lr;
   adam_ = std::make_unique<nn::Adam>(policy_->params(), ac);
@@ -116,6 +117,7 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
     }
     const place::Problem& problem = st.run->problem();
     st.input = policy_->prepare(problem.graph(), problem.cluster(), problem.cost());
+    st.input.to_device(device);
     for (const char* m : {"human", "single", "round-robin"}) {
       const Placement p =
           place::place(place::prepare(place::registry(), m), problem, place::Budget(), seed)

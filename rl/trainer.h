@@ -85,8 +85,10 @@ class Trainer {
   // op types, or, when `init` is given, a copy of it: fine-tuning) and, per graph, the
   // simulator, the policy input and the reference step time (human, else single, else
   // round-robin; the first valid). Throws InputError when no reference is valid.
+  // `device`: where the policy runs (cuda: the nn CUDA backend; sampling and the simulation
+  // stay on the host).
   Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostModel& cost, uint64_t seed,
-          const Policy* init = nullptr);
+          const Policy* init = nullptr, nn::Device device = nn::Device::cpu);
   ~Trainer();
 
   // One iteration over every graph. Returns one row per graph.

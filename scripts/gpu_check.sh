@@ -48,7 +48,7 @@ fi
 summary "ok   configure ($SECONDS s)"
 
 # 2. build only the test and bench targets
-targets=(test_cuda)
+targets=(test_cuda gdp)
 [ "$bench_in_cmake" = 1 ] && targets+=(cuda_bench_kernels bench_nn_blocks)
 if cmake --build "$BUILD_DIR" --target "${targets[@]}" -j "$JOBS" > "$LOG/build.log" 2>&1; then
   summary "ok   build ${targets[*]} ($SECONDS s)"
@@ -102,6 +102,19 @@ if [ -x "$BUILD_DIR/bench/bench_nn_blocks" ]; then
     summary "ok   bench_nn_blocks on the device ($SECONDS s)"
   else
     summary "FAIL bench_nn_blocks on the device (see bench_nn_blocks.log)"
+    status=1
+  fi
+fi
+
+# 4c. PPO iterations of the GDP policy on GNMT-8 (53k ops, 8 devices) with the policy on the
+#     device (gdp train --device cuda); the per-iteration lines give samples/s (issue 9)
+if [ -x "$BUILD_DIR/gdp" ]; then
+  if (cd "$OUT" && timeout 120 "$BUILD_DIR/gdp" gen gnmt --layers 8 -o gnmt8.json &&
+        timeout 120 "$BUILD_DIR/gdp" train --graph gnmt8.json --cluster v100x8-nvlink \
+          --device cuda --iterations 5 --out train_gnmt8_cuda) > "$LOG/train_gnmt8_cuda.log" 2>&1; then
+    summary "ok   gdp train --device cuda, 5 PPO iterations on GNMT-8 ($SECONDS s)"
+  else
+    summary "FAIL gdp train --device cuda on GNMT-8 (see train_gnmt8_cuda.log)"
     status=1
   fi
 fi
