@@ -240,3 +240,41 @@ TEST_CASE("rl/bad configurations and checkpoints are clear errors that overwrite
              Contains("state.json") && Contains("extra"));
   CHECK_THAT(error_of([&] { rl::resume((dir / "nowhere").string()); }), Contains("config.json"));
 }
+
+TEST_CASE("rl/session: GDP-batch over a suite, then fine-tuning from its policy", "[rl]") {
+  const fs::path dir = fresh_dir("batch");
+  fs::create_directories(dir);
+  std::ofstream(dir / "suite.json") << R"({"format": "gdp-suite", "version": 1, "name": "two",
+    "entries": [
+      {"name": "rnn", "model": "rnnlm", "options": {"layers": 2, "batch": 4, "seq_len": 4, "hidden": 32, "vocab": 50}, "cluster": "v100x2-nvlink"},
+      {"name": "wave", "model": "wavenet", "options": {"stacks": 1, "batch": 1, "seq_len": 64, "hidden": 8}, "cluster": "v100x4-nvlink"}
+    ]})";
+  rl::SessionSpec s;
+  s.suite_path = (dir / "suite.json").string();
+  s.config = test::tiny_config();
+  s.budget.samples = 64;  // 4 iterations of 8 samples on each of the 2 graphs
+  s.seed = 2;
+  rl::train(s, (dir / "pre").string());
+  for (const char* f : {"best-rnn.json", "best-wave.json", "summary.json", "state.json"})
+    CHECK(fs::exists(dir / "pre" / f));
+  const std::string log = text_of(dir / "pre" / "log.csv");
+  CHECK(log.rfind("iteration,graph,samples,", 0) == 0);
+  CHECK(log.find("\n4,wave,32,") != std::string::npos);
+  const auto sum = nlohmann::json::parse(text_of(dir / "pre" / "summary.json"));
+  CHECK(sum["graphs"].size() == 2);
+  CHECK(sum["samples"] == 64);
+  CHECK(sum.contains("geomean_speedup_over_reference"));
+  // Fine-tuning on one graph from the pre-trained policy: its vocabulary and shape are kept
+  // (the run's own --config policy section is overridden by the init's).
+  const fs::path graph = dir / "g.json";
+  write_graph_file(test::small_rnnlm(), graph.string());
+  rl::SessionSpec f = one_graph_spec(graph, 16);
+  f.init_dir = (dir / "pre").string();
+  f.config.policy.width = 32;
+  rl::train(f, (dir / "fine").string());
+  const auto pre = rl::load_policy((dir / "pre").string());
+  const auto fine = rl::load_policy((dir / "fine").string());
+  CHECK(fine->config().to_json() == pre->config().to_json());
+  CHECK(fine->vocabulary().to_json() == pre->vocabulary().to_json());
+  CHECK(fine->params().values().to_vector() != pre->params().values().to_vector());  // trained
+}
