@@ -36,7 +36,7 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
   StrictJson sj(source);
   sj.check_keys(j, "", {},
                 {"policy", "ppo", "reward", "samples_per_iteration", "epochs", "minibatches", "lr",
-                 "grad_clip", "checkpoint_every"});
+                 "grad_clip", "checkpoint_every", "keep_reference"});
   TrainConfig c;
   if (j.contains("policy"))
     c.policy = PolicyConfig::from_json(sj.object(j, "policy", ""), source + ": policy");
@@ -65,6 +65,7 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
   c.lr = num_key(sj, j, "lr", c.lr, 0, 10);
   c.grad_clip = num_key(sj, j, "grad_clip", c.grad_clip, 0, 1e9);
   c.checkpoint_every = int_key(sj, j, "checkpoint_every", c.checkpoint_every, 0, 1 << 30);
+  if (j.contains("keep_reference")) c.keep_reference = sj.boolean(j, "keep_reference", "");
   return c;
 }
 
@@ -81,6 +82,7 @@ nlohmann::ordered_json TrainConfig::to_json() const {
   j["lr"] = lr;
   j["grad_clip"] = grad_clip;
   j["checkpoint_every"] = checkpoint_every;
+  j["keep_reference"] = keep_reference;
   return j;
 }
 
@@ -127,6 +129,7 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
       if (std::isfinite(t)) {
         st.reference_s = t;
         st.reference_method = m;
+        if (config_.keep_reference && st.run->samples_left() > 0) st.run->evaluate(p);
         break;
       }
     }

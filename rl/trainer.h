@@ -38,6 +38,10 @@ struct TrainConfig {
   double lr = 3e-3;
   double grad_clip = 1.0;         // global L2 norm
   int32_t checkpoint_every = 10;  // iterations (0: only at the end)
+  // The reference placement (human, else single, else round-robin) is simulated as each
+  // graph's first sample, so the best placement reported is never worse than it. Off: the
+  // best is the policy's own (ablations, "pure" GDP).
+  bool keep_reference = true;
 
   // Strict: unknown keys, wrong types, impossible values -> InputError naming source and key.
   static TrainConfig from_json(const nlohmann::json& j, const std::string& source);

@@ -132,7 +132,7 @@ TEST_CASE("rl/session: a stopped run resumes into the uninterrupted one", "[rl]"
   fs::create_directories(dir);
   const fs::path graph = dir / "g.json";
   write_graph_file(test::small_rnnlm(), graph.string());
-  rl::SessionSpec s = one_graph_spec(graph, 64);  // 8 iterations of 8 samples
+  rl::SessionSpec s = one_graph_spec(graph, 65);  // the reference, then 8 iterations of 8
   rl::train(s, (dir / "full").string());
   s.max_iterations = 3;  // stops after iteration 3 (checkpoints at 2 and at the stop)
   rl::train(s, (dir / "part").string());
@@ -147,7 +147,7 @@ TEST_CASE("rl/session: a stopped run resumes into the uninterrupted one", "[rl]"
   for (const char* k : {"best_step_time_s", "reference_step_time_s", "samples", "wall_s",
                         "samples_to_best", "seconds_to_best"})
     CHECK(sum.contains(k));
-  CHECK(sum["samples"] == 64);
+  CHECK(sum["samples"] == 65);
   CHECK(sum["best_step_time_s"].get<double>() <= sum["reference_step_time_s"].get<double>() * 1.5);
   // Only the newest checkpoint is kept.
   int bins = 0;
@@ -252,17 +252,17 @@ TEST_CASE("rl/session: GDP-batch over a suite, then fine-tuning from its policy"
   rl::SessionSpec s;
   s.suite_path = (dir / "suite.json").string();
   s.config = test::tiny_config();
-  s.budget.samples = 64;  // 4 iterations of 8 samples on each of the 2 graphs
+  s.budget.samples = 66;  // the 2 references, then 4 iterations of 8 samples on each graph
   s.seed = 2;
   rl::train(s, (dir / "pre").string());
   for (const char* f : {"best-rnn.json", "best-wave.json", "summary.json", "state.json"})
     CHECK(fs::exists(dir / "pre" / f));
   const std::string log = text_of(dir / "pre" / "log.csv");
   CHECK(log.rfind("iteration,graph,samples,", 0) == 0);
-  CHECK(log.find("\n4,wave,32,") != std::string::npos);
+  CHECK(log.find("\n4,wave,33,") != std::string::npos);
   const auto sum = nlohmann::json::parse(text_of(dir / "pre" / "summary.json"));
   CHECK(sum["graphs"].size() == 2);
-  CHECK(sum["samples"] == 64);
+  CHECK(sum["samples"] == 66);
   CHECK(sum.contains("geomean_speedup_over_reference"));
   // Fine-tuning on one graph from the pre-trained policy: its vocabulary and shape are kept
   // (the run's own --config policy section is overridden by the init's).
