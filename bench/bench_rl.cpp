@@ -10,8 +10,7 @@
 //     PyTorch on a graph of the same sizes (read from this program's JSON output) and prints
 //     the ratio ours / PyTorch.
 // Wall time per iteration (UseRealTime) over a fixed count of iterations after one untimed
-// warm-up step; the nn ops run on all
-// OpenMP threads (OMP_NUM_THREADS).
+// warm-up step; the nn ops run on all OpenMP threads (OMP_NUM_THREADS).
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
