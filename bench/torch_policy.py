@@ -36,7 +36,7 @@ NODE_FEATURES, GRAPH_FEATURES = 36, 19
 A, E_TYPE, D, SAGE_LAYERS, L, HEADS, FFN, SEG, MEM, FILM_HIDDEN = 8, 16, 64, 2, 2, 4, 256, 128, 128, 64
 # The 50k-op graph of BM_PolicyStep_50k (make_random_graph layered, 50000, seed 1), when no
 # --compare file gives them.
-DEFAULT_SIZES = {"nodes": 50000, "edges": 100000, "units": 50000, "vocab": 7}
+DEFAULT_SIZES = {"nodes": 50065, "edges": 69044, "units": 35565, "vocab": 38}
 
 
 def uniform(shape, bound, gen):
@@ -213,8 +213,8 @@ def read_ours(path):
         if b.get("run_type", "iteration") != "iteration":
             continue
         scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b["time_unit"]]
-        key = "/".join(p for p in b["name"].split("/")[:2]
-                       if not p.startswith(("min_time", "real")))
+        # name[/arg][/min_time:..|/iterations:..][/real_time]
+        key = "/".join(p for p in b["name"].split("/")[:2] if ":" not in p and p != "real_time")
         r = runs.setdefault(key, {"time": [], "counters": {}})
         r["time"].append(b["real_time"] * scale)
         for c in ("forward_s", "backward_s", "adam_s", "nodes", "edges", "units", "vocab",
