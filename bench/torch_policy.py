@@ -1,0 +1,266 @@
+#!/usr/bin/python3
+"""The GDP policy network of rl/policy.cpp (BM_PolicyStep_50k of bench/bench_rl.cpp) in PyTorch,
+timed the same way: wall time of forward + backward seeded with a fixed random cotangent of the
+unit logits + one Adam step over every parameter, mean over iterations after a warm-up; with
+--compare, the ratio ours / PyTorch from a Google Benchmark JSON file.
+
+  OMP_WAIT_POLICY=passive OMP_NUM_THREADS=2 build/bench/bench_rl --benchmark_filter=PolicyStep \
+      --benchmark_out=/tmp/ours.json --benchmark_out_format=json
+  OMP_WAIT_POLICY=passive /usr/bin/python3 bench/torch_policy.py --threads 2 --compare /tmp/ours.json
+
+Network (default PolicyConfig: A 8 devices, type embedding E 16, width D 64, 2 SAGE layers,
+2 attention layers, 4 heads, FFN 256, segment 128, memory 128, superposition hidden 64), as
+BasicPolicy::forward:
+  h0   = relu([x | x standardized] (N, 2F) | embed(type) (N, E)) W_in^T + b_in + stats W_g^T)
+  h    = SAGE_2(h0), layer relu([h | mean_in(h) | mean_out(h)] W^T + b)
+  film = W2 relu(W1 mean_n(h) + b1) + b2, as (2L, D)
+  ht   = ((h - mean_n h) / sqrt(var_n h + 1e-5))[topo]
+  o    = Transformer-XL(ht) (relative positions, memory over segments, o * (1 + gamma_l) + beta_l
+         after each attention output projection, post-LN)
+  unit logits = index_add(W_out o + b_out over units) / unit sizes + mask         (U, A)
+The graph is random with the sizes of ours (nodes, distinct edges, units, vocabulary: the
+counters of the --compare file, else the defaults below); the features are random of the
+widths of rl/features.h (kNodeFeatures 36, doubled by the standardized copy; kGraphFeatures 19).
+Equal work, not equal numbers: the values differ from ours.
+"""
+import argparse
+import json
+import math
+import time
+
+import torch
+import torch.nn.functional as F
+
+# rl/features.h and rl/policy.h (PolicyConfig defaults).
+NODE_FEATURES, GRAPH_FEATURES = 36, 19
+A, E_TYPE, D, SAGE_LAYERS, L, HEADS, FFN, SEG, MEM, FILM_HIDDEN = 8, 16, 64, 2, 2, 4, 256, 128, 128, 64
+# The 50k-op graph of BM_PolicyStep_50k (make_random_graph layered, 50000, seed 1), when no
+# --compare file gives them.
+DEFAULT_SIZES = {"nodes": 50065, "edges": 69044, "units": 35565, "vocab": 38}
+
+
+def uniform(shape, bound, gen):
+    return ((torch.rand(shape, generator=gen) * 2 - 1) * bound).requires_grad_(True)
+
+
+def segment_mean(h, rows, cols, deg_inv):
+    return torch.zeros_like(h).index_add_(0, rows, h[cols]) * deg_inv
+
+
+class Graph:
+    """A random graph of the given sizes: distinct directed (src, dst) pairs, a topological order
+    (a permutation), a unit per position, a vocabulary index per op, features."""
+
+    def __init__(self, sizes, gen):
+        n, e, u, v = (int(sizes[k]) for k in ("nodes", "edges", "units", "vocab"))
+        self.n, self.u = n, u
+        key = torch.unique(torch.randint(0, n * n, (int(e * 1.2) + 16,), generator=gen))
+        key = key[key // n != key % n]
+        key = key[torch.randperm(key.numel(), generator=gen)[:e]]
+        self.src, self.dst = key // n, key % n
+        self.in_inv = (1 / torch.bincount(self.dst, minlength=n).clamp(min=1).float())[:, None]
+        self.out_inv = (1 / torch.bincount(self.src, minlength=n).clamp(min=1).float())[:, None]
+        self.topo = torch.randperm(n, generator=gen)
+        unit = torch.cat([torch.arange(u), torch.randint(0, u, (n - u,), generator=gen)])
+        self.unit_of_topo = unit[torch.randperm(n, generator=gen)]
+        self.unit_scale = (1 / torch.bincount(self.unit_of_topo, minlength=u).float())[:, None]
+        self.mask = torch.zeros(u, A)
+        self.mask[0, 1:] = -1e9  # the anchor: unit 0 on device 0
+        self.op_type = torch.randint(0, v, (n,), generator=gen)
+        self.vocab = v
+        x = torch.rand(n, NODE_FEATURES, generator=gen) * 3
+        self.x = torch.cat([x, (x - x.mean(0)) / torch.sqrt(x.var(0, unbiased=False) + 1e-6)], 1)
+        self.stats = torch.rand(1, GRAPH_FEATURES, generator=gen) * 3
+
+
+class TransformerXL:
+    """bench/torch_blocks.py's Transformer-XL at width D, with the superposition's FiLM."""
+
+    def __init__(self, gen, layers=L, heads=HEADS, ffn=FFN, segment=SEG, memory=MEM):
+        self.L, self.H, self.S, self.M = layers, heads, segment, memory
+        bd, bf = 1 / math.sqrt(D), 1 / math.sqrt(ffn)
+        self.layers = []
+        for _ in range(layers):
+            p = {k: uniform((D, D), bd, gen) for k in ("wq", "wk", "wv", "wr", "wo")}
+            p.update(u=uniform((D,), bd, gen), vb=uniform((D,), bd, gen),
+                     ln1_w=torch.ones(D, requires_grad=True),
+                     ln1_b=torch.zeros(D, requires_grad=True),
+                     w1=uniform((ffn, D), bd, gen), b1=uniform((ffn,), bd, gen),
+                     w2=uniform((D, ffn), bf, gen), b2=uniform((D,), bf, gen),
+                     ln2_w=torch.ones(D, requires_grad=True),
+                     ln2_b=torch.zeros(D, requires_grad=True))
+            self.layers.append(p)
+        self.r_min = 1 - segment
+        r = torch.arange(self.r_min, memory + segment, dtype=torch.float32)
+        f = torch.pow(10000.0, -2.0 * torch.arange(D // 2, dtype=torch.float32) / D)
+        self.R = torch.cat([torch.sin(r[:, None] * f), torch.cos(r[:, None] * f)], 1)
+
+    def params(self):
+        return [t for p in self.layers for t in p.values()]
+
+    def layer(self, p, x, mem, rk_all, gamma, beta):
+        S, M, H = x.shape[0], (0 if mem is None else mem.shape[0]), self.H
+        Dh, K = D // H, M + x.shape[0]
+        ctx = x if mem is None else torch.cat([mem, x], 0)
+        q = (x @ p["wq"].T).view(S, H, Dh).transpose(0, 1)      # (H, S, Dh)
+        k = (ctx @ p["wk"].T).view(K, H, Dh).transpose(0, 1)    # (H, K, Dh)
+        v = (ctx @ p["wv"].T).view(K, H, Dh).transpose(0, 1)
+        P = M + 2 * S - 1
+        lo = (1 - S) - self.r_min
+        rk = rk_all[lo:lo + P].view(P, H, Dh).transpose(0, 1)  # (H, P, Dh)
+        ac = (q + p["u"].view(H, 1, Dh)) @ k.transpose(1, 2)    # (H, S, K)
+        bd_full = (q + p["vb"].view(H, 1, Dh)) @ rk.transpose(1, 2)  # (H, S, P)
+        idx = (M + S - 1) + torch.arange(S)[:, None] - torch.arange(K)[None, :]
+        bd = torch.gather(bd_full, 2, idx.expand(H, S, K))
+        probs = torch.softmax((ac + bd) / math.sqrt(Dh), -1)
+        a = (probs @ v).transpose(0, 1).reshape(S, D)
+        o = (a @ p["wo"].T) * (1 + gamma) + beta                 # film_modulate
+        h = F.layer_norm(x + o, (D,), p["ln1_w"], p["ln1_b"])
+        f = F.linear(torch.relu(F.linear(h, p["w1"], p["b1"])), p["w2"], p["b2"])
+        return F.layer_norm(h + f, (D,), p["ln2_w"], p["ln2_b"])
+
+    def forward(self, h, film):
+        rk_all = [self.R @ p["wr"].T for p in self.layers]
+        mems, outs = [None] * self.L, []
+        for start in range(0, h.shape[0], self.S):
+            x = h[start:start + self.S]
+            for l, p in enumerate(self.layers):
+                allx = x.detach() if mems[l] is None else torch.cat([mems[l], x.detach()], 0)
+                nxt = allx[-self.M:]
+                x = self.layer(p, x, mems[l], rk_all[l], film[2 * l:2 * l + 1],
+                               film[2 * l + 1:2 * l + 2])
+                mems[l] = nxt
+            outs.append(x)
+        return torch.cat(outs, 0)
+
+
+class Policy:
+    def __init__(self, vocab, gen):
+        fin = 2 * NODE_FEATURES + E_TYPE
+        self.type_table = torch.randn(vocab, E_TYPE, generator=gen).requires_grad_(True)
+        self.w_in = uniform((D, fin), 1 / math.sqrt(fin), gen)
+        self.b_in = uniform((D,), 1 / math.sqrt(fin), gen)
+        self.w_g = uniform((D, GRAPH_FEATURES), 1 / math.sqrt(GRAPH_FEATURES), gen)
+        bs = 1 / math.sqrt(3 * D)
+        self.sage_w = [uniform((D, 3 * D), bs, gen) for _ in range(SAGE_LAYERS)]
+        self.sage_b = [uniform((D,), bs, gen) for _ in range(SAGE_LAYERS)]
+        b1, b2 = 1 / math.sqrt(D), 1 / math.sqrt(FILM_HIDDEN)
+        self.film = [uniform((FILM_HIDDEN, D), b1, gen), uniform((FILM_HIDDEN,), b1, gen),
+                     uniform((2 * L * D, FILM_HIDDEN), b2, gen), uniform((2 * L * D,), b2, gen)]
+        self.xl = TransformerXL(gen)
+        self.w_out = uniform((A, D), 0.01 / math.sqrt(D), gen)
+        self.b_out = torch.zeros(A, requires_grad=True)
+
+    def params(self):
+        return ([self.type_table, self.w_in, self.b_in, self.w_g] + self.sage_w + self.sage_b +
+                self.film + self.xl.params() + [self.w_out, self.b_out])
+
+    def forward(self, g):
+        e = self.type_table[g.op_type]                                   # embedding (N, E)
+        h = torch.relu(F.linear(torch.cat([g.x, e], 1), self.w_in, self.b_in) +
+                       g.stats @ self.w_g.T)                             # (N, D)
+        for w, b in zip(self.sage_w, self.sage_b):
+            m_in = segment_mean(h, g.dst, g.src, g.in_inv)
+            m_out = segment_mean(h, g.src, g.dst, g.out_inv)
+            h = torch.relu(torch.cat([h, m_in, m_out], 1) @ w.T + b)
+        w1, b1, w2, b2 = self.film
+        film = F.linear(torch.relu(F.linear(h.mean(0, keepdim=True), w1, b1)), w2, b2)
+        film = film.view(2 * L, D)
+        centered = h - h.mean(0, keepdim=True)
+        spread = torch.sqrt((centered * centered).mean(0, keepdim=True) + 1e-5)
+        ht = (centered / spread)[g.topo]
+        o = self.xl.forward(ht, film)
+        node_logits = F.linear(o, self.w_out, self.b_out)                # (N, A)
+        unit_sum = torch.zeros(g.u, A).index_add_(0, g.unit_of_topo, node_logits)
+        return unit_sum * g.unit_scale + g.mask                          # (U, A)
+
+
+def time_policy(policy, g, seed, min_time_s, min_iters):
+    opt = torch.optim.Adam(policy.params(), lr=3e-3)  # TrainConfig's lr
+    split = [0.0, 0.0, 0.0]
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        t0 = time.perf_counter()
+        logits = policy.forward(g)
+        t1 = time.perf_counter()
+        logits.backward(seed)
+        t2 = time.perf_counter()
+        opt.step()
+        t3 = time.perf_counter()
+        split[0] += t1 - t0
+        split[1] += t2 - t1
+        split[2] += t3 - t2
+
+    step()  # warm-up
+    split[:] = [0.0, 0.0, 0.0]
+    times = []
+    start = time.perf_counter()
+    while len(times) < min_iters or time.perf_counter() - start < min_time_s:
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    n = len(times)
+    return sum(times) / n, n, [s / n for s in split]
+
+
+def read_ours(path):
+    """Mean over the iteration runs (repetitions) of each benchmark: time and counters."""
+    with open(path) as f:
+        benches = json.load(f)["benchmarks"]
+    runs = {}
+    for b in benches:
+        if b.get("run_type", "iteration") != "iteration":
+            continue
+        scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b["time_unit"]]
+        # name[/arg][/min_time:..|/iterations:..][/real_time]
+        key = "/".join(p for p in b["name"].split("/")[:2] if ":" not in p and p != "real_time")
+        r = runs.setdefault(key, {"time": [], "counters": {}})
+        r["time"].append(b["real_time"] * scale)
+        for c in ("forward_s", "backward_s", "adam_s", "nodes", "edges", "units", "vocab",
+                  "params"):
+            if c in b:
+                r["counters"].setdefault(c, []).append(b[c])
+    return {k: {"time": sum(v["time"]) / len(v["time"]),
+                **{c: sum(x) / len(x) for c, x in v["counters"].items()}}
+            for k, v in runs.items()}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--min-time", type=float, default=5.0, help="seconds")
+    ap.add_argument("--min-iters", type=int, default=1)
+    ap.add_argument("--compare", help="Google Benchmark JSON of bench_rl (BM_PolicyStep_50k)")
+    for k, v in DEFAULT_SIZES.items():
+        ap.add_argument(f"--{k}", type=int, help=f"graph size (default: the --compare file's, "
+                        f"else {v})")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    name = "BM_PolicyStep_50k"
+    ours = read_ours(args.compare).get(name) if args.compare else None
+    sizes = {k: (getattr(args, k) if getattr(args, k) is not None else
+                 int(ours[k]) if ours and k in ours else v) for k, v in DEFAULT_SIZES.items()}
+    gen = torch.Generator().manual_seed(1)
+    g = Graph(sizes, gen)
+    policy = Policy(g.vocab, gen)
+    seed = torch.rand(g.u, A, generator=gen) * 2 - 1
+    n_params = sum(p.numel() for p in policy.params())
+    sec, iters, split = time_policy(policy, g, seed, args.min_time, args.min_iters)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; graph "
+          f"{g.n} nodes, {g.src.numel()} edges, {g.u} units, vocabulary {g.vocab}; "
+          f"{n_params} parameters" +
+          (f" (ours {int(ours['params'])})" if ours and "params" in ours else ""))
+    print(f"{'':28s} {'total ms':>10s} {'forward':>10s} {'backward':>10s} {'adam':>10s}")
+    print(f"{'torch (' + str(iters) + ' iters)':28s} {sec * 1e3:10.1f} " +
+          " ".join(f"{s * 1e3:10.1f}" for s in split))
+    if ours:
+        parts = [ours.get(c, float("nan")) for c in ("forward_s", "backward_s", "adam_s")]
+        print(f"{'ours':28s} {ours['time'] * 1e3:10.1f} " +
+              " ".join(f"{s * 1e3:10.1f}" for s in parts))
+        print(f"{'ours / torch':28s} {ours['time'] / sec:10.2f} " +
+              " ".join(f"{o / t:10.2f}" for o, t in zip(parts, split)))
+
+
+if __name__ == "__main__":
+    main()
