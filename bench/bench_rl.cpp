@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "core/alloc.h"
 #include "core/cluster.h"
 #include "datasets/random_families.h"
 #include "datasets/registry.h"
@@ -127,4 +128,11 @@ void BM_PolicyStep_50k(benchmark::State& state) {
 BENCHMARK(BM_PpoIteration_gnmt8)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 BENCHMARK(BM_PolicyStep_50k)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  gdp::keep_freed_memory();  // as the gdp command does
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

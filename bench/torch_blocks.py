@@ -54,8 +54,12 @@ class Sage:
 
 
 class TransformerXL:
-    def __init__(self, gen, layers=2, heads=4, ffn=512, segment=256, memory=256):
-        self.L, self.H, self.S, self.M = layers, heads, segment, memory
+    """With film (2L, D) in forward, each attention output projection is modulated as
+    o * (1 + gamma_l) + beta_l (the superposition of bench/torch_policy.py)."""
+
+    def __init__(self, gen, layers=2, heads=4, ffn=512, segment=256, memory=256, width=D):
+        self.L, self.H, self.S, self.M, self.D = layers, heads, segment, memory, width
+        D = width
         bd, bf = 1 / math.sqrt(D), 1 / math.sqrt(ffn)
         self.layers = []
         for _ in range(layers):
@@ -74,8 +78,8 @@ class TransformerXL:
     def params(self):
         return [t for p in self.layers for t in p.values()]
 
-    def layer(self, p, x, mem, rk_all):
-        S, M, H = x.shape[0], (0 if mem is None else mem.shape[0]), self.H
+    def layer(self, p, x, mem, rk_all, gamma=None, beta=None):
+        S, M, H, D = x.shape[0], (0 if mem is None else mem.shape[0]), self.H, self.D
         Dh, K = D // H, M + x.shape[0]
         ctx = x if mem is None else torch.cat([mem, x], 0)
         q = (x @ p["wq"].T).view(S, H, Dh).transpose(0, 1)      # (H, S, Dh)
@@ -90,11 +94,14 @@ class TransformerXL:
         bd = torch.gather(bd_full, 2, idx.expand(H, S, K))
         probs = torch.softmax((ac + bd) / math.sqrt(Dh), -1)
         a = (probs @ v).transpose(0, 1).reshape(S, D)
-        h = F.layer_norm(x + a @ p["wo"].T, (D,), p["ln1_w"], p["ln1_b"])
+        o = a @ p["wo"].T
+        if gamma is not None:
+            o = o * (1 + gamma) + beta  # film_modulate
+        h = F.layer_norm(x + o, (D,), p["ln1_w"], p["ln1_b"])
         f = F.linear(torch.relu(F.linear(h, p["w1"], p["b1"])), p["w2"], p["b2"])
         return F.layer_norm(h + f, (D,), p["ln2_w"], p["ln2_b"])
 
-    def forward(self, h):
+    def forward(self, h, film=None):
         rk_all = [self.R @ p["wr"].T for p in self.layers]
         mems, outs = [None] * self.L, []
         for start in range(0, h.shape[0], self.S):
@@ -102,7 +109,9 @@ class TransformerXL:
             for l, p in enumerate(self.layers):
                 allx = x.detach() if mems[l] is None else torch.cat([mems[l], x.detach()], 0)
                 nxt = allx[-self.M:]
-                x = self.layer(p, x, mems[l], rk_all[l])
+                fl = (None, None) if film is None else (film[2 * l:2 * l + 1],
+                                                        film[2 * l + 1:2 * l + 2])
+                x = self.layer(p, x, mems[l], rk_all[l], *fl)
                 mems[l] = nxt
             outs.append(x)
         return torch.cat(outs, 0)

@@ -31,20 +31,14 @@ import time
 import torch
 import torch.nn.functional as F
 
+from torch_blocks import TransformerXL, segment_mean, uniform
+
 # rl/features.h and rl/policy.h (PolicyConfig defaults).
 NODE_FEATURES, GRAPH_FEATURES = 36, 19
 A, E_TYPE, D, SAGE_LAYERS, L, HEADS, FFN, SEG, MEM, FILM_HIDDEN = 8, 16, 64, 2, 2, 4, 256, 128, 128, 64
 # The 50k-op graph of BM_PolicyStep_50k (make_random_graph layered, 50000, seed 1), when no
 # --compare file gives them.
 DEFAULT_SIZES = {"nodes": 50065, "edges": 69044, "units": 35565, "vocab": 38}
-
-
-def uniform(shape, bound, gen):
-    return ((torch.rand(shape, generator=gen) * 2 - 1) * bound).requires_grad_(True)
-
-
-def segment_mean(h, rows, cols, deg_inv):
-    return torch.zeros_like(h).index_add_(0, rows, h[cols]) * deg_inv
 
 
 class Graph:
@@ -73,67 +67,6 @@ class Graph:
         self.stats = torch.rand(1, GRAPH_FEATURES, generator=gen) * 3
 
 
-class TransformerXL:
-    """bench/torch_blocks.py's Transformer-XL at width D, with the superposition's FiLM."""
-
-    def __init__(self, gen, layers=L, heads=HEADS, ffn=FFN, segment=SEG, memory=MEM):
-        self.L, self.H, self.S, self.M = layers, heads, segment, memory
-        bd, bf = 1 / math.sqrt(D), 1 / math.sqrt(ffn)
-        self.layers = []
-        for _ in range(layers):
-            p = {k: uniform((D, D), bd, gen) for k in ("wq", "wk", "wv", "wr", "wo")}
-            p.update(u=uniform((D,), bd, gen), vb=uniform((D,), bd, gen),
-                     ln1_w=torch.ones(D, requires_grad=True),
-                     ln1_b=torch.zeros(D, requires_grad=True),
-                     w1=uniform((ffn, D), bd, gen), b1=uniform((ffn,), bd, gen),
-                     w2=uniform((D, ffn), bf, gen), b2=uniform((D,), bf, gen),
-                     ln2_w=torch.ones(D, requires_grad=True),
-                     ln2_b=torch.zeros(D, requires_grad=True))
-            self.layers.append(p)
-        self.r_min = 1 - segment
-        r = torch.arange(self.r_min, memory + segment, dtype=torch.float32)
-        f = torch.pow(10000.0, -2.0 * torch.arange(D // 2, dtype=torch.float32) / D)
-        self.R = torch.cat([torch.sin(r[:, None] * f), torch.cos(r[:, None] * f)], 1)
-
-    def params(self):
-        return [t for p in self.layers for t in p.values()]
-
-    def layer(self, p, x, mem, rk_all, gamma, beta):
-        S, M, H = x.shape[0], (0 if mem is None else mem.shape[0]), self.H
-        Dh, K = D // H, M + x.shape[0]
-        ctx = x if mem is None else torch.cat([mem, x], 0)
-        q = (x @ p["wq"].T).view(S, H, Dh).transpose(0, 1)      # (H, S, Dh)
-        k = (ctx @ p["wk"].T).view(K, H, Dh).transpose(0, 1)    # (H, K, Dh)
-        v = (ctx @ p["wv"].T).view(K, H, Dh).transpose(0, 1)
-        P = M + 2 * S - 1
-        lo = (1 - S) - self.r_min
-        rk = rk_all[lo:lo + P].view(P, H, Dh).transpose(0, 1)  # (H, P, Dh)
-        ac = (q + p["u"].view(H, 1, Dh)) @ k.transpose(1, 2)    # (H, S, K)
-        bd_full = (q + p["vb"].view(H, 1, Dh)) @ rk.transpose(1, 2)  # (H, S, P)
-        idx = (M + S - 1) + torch.arange(S)[:, None] - torch.arange(K)[None, :]
-        bd = torch.gather(bd_full, 2, idx.expand(H, S, K))
-        probs = torch.softmax((ac + bd) / math.sqrt(Dh), -1)
-        a = (probs @ v).transpose(0, 1).reshape(S, D)
-        o = (a @ p["wo"].T) * (1 + gamma) + beta                 # film_modulate
-        h = F.layer_norm(x + o, (D,), p["ln1_w"], p["ln1_b"])
-        f = F.linear(torch.relu(F.linear(h, p["w1"], p["b1"])), p["w2"], p["b2"])
-        return F.layer_norm(h + f, (D,), p["ln2_w"], p["ln2_b"])
-
-    def forward(self, h, film):
-        rk_all = [self.R @ p["wr"].T for p in self.layers]
-        mems, outs = [None] * self.L, []
-        for start in range(0, h.shape[0], self.S):
-            x = h[start:start + self.S]
-            for l, p in enumerate(self.layers):
-                allx = x.detach() if mems[l] is None else torch.cat([mems[l], x.detach()], 0)
-                nxt = allx[-self.M:]
-                x = self.layer(p, x, mems[l], rk_all[l], film[2 * l:2 * l + 1],
-                               film[2 * l + 1:2 * l + 2])
-                mems[l] = nxt
-            outs.append(x)
-        return torch.cat(outs, 0)
-
-
 class Policy:
     def __init__(self, vocab, gen):
         fin = 2 * NODE_FEATURES + E_TYPE
@@ -147,7 +80,8 @@ class Policy:
         b1, b2 = 1 / math.sqrt(D), 1 / math.sqrt(FILM_HIDDEN)
         self.film = [uniform((FILM_HIDDEN, D), b1, gen), uniform((FILM_HIDDEN,), b1, gen),
                      uniform((2 * L * D, FILM_HIDDEN), b2, gen), uniform((2 * L * D,), b2, gen)]
-        self.xl = TransformerXL(gen)
+        self.xl = TransformerXL(gen, layers=L, heads=HEADS, ffn=FFN, segment=SEG, memory=MEM,
+                                width=D)
         self.w_out = uniform((A, D), 0.01 / math.sqrt(D), gen)
         self.b_out = torch.zeros(A, requires_grad=True)
 

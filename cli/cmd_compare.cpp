@@ -33,7 +33,8 @@ std::vector<std::string> split_commas(const std::string& s) {
 
 int cmd_compare(int argc, char** argv) {
   Args a(argc, argv,
-         {"--suite", "--methods", "--profile", "--baseline", "--seed", "--samples", "--seconds"},
+         {"--suite", "--methods", "--profile", "--baseline", "--seed", "--samples", "--seconds",
+          "--records"},
          {"--json", "--references"});
   if (a.help()) {
     std::string known;
@@ -54,7 +55,9 @@ int cmd_compare(int argc, char** argv) {
         "  --samples N   budget per search method: simulated placements\n"
         "  --seconds S   budget per search method: wall-clock seconds\n"
         "  --profile F   device profile JSON for the cost model (default: built-in)\n"
-        "  --json        print one JSON object instead of the table\n",
+        "  --json        print one JSON object instead of the table\n"
+        "  --records F   also write every cell's full record (samples, wall time, options,\n"
+        "                note, the best-so-far curve) as a JSON array to F\n",
         known.c_str());
     return 0;
   }
@@ -79,6 +82,7 @@ int cmd_compare(int argc, char** argv) {
 
   std::vector<datasets::SuiteEntry> entries = datasets::load_suite(suite_path);
   const std::vector<eval::Record> records = eval::evaluate(entries, spec, cost);
+  if (a.has("--records")) write_text_file_atomic(a.get("--records"), eval::to_json(records).dump(1));
 
   // Columns: the methods, then the reference labels in order of first appearance.
   std::vector<std::string> columns = methods;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "core/alloc.h"
 #include "core/error.h"
 #include "place/registry.h"
 #include "rl/register.h"
@@ -38,6 +39,7 @@ void usage(FILE* f) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  gdp::keep_freed_memory();
   // Modules that bring placement methods register them once; the commands look names up.
   gdp::rl::register_methods(gdp::place::registry());
   if (argc < 2) {
