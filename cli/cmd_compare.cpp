@@ -82,7 +82,8 @@ int cmd_compare(int argc, char** argv) {
 
   std::vector<datasets::SuiteEntry> entries = datasets::load_suite(suite_path);
   const std::vector<eval::Record> records = eval::evaluate(entries, spec, cost);
-  if (a.has("--records")) write_text_file_atomic(a.get("--records"), eval::to_json(records).dump(1));
+  if (a.has("--records"))
+    write_text_file_atomic(a.get("--records"), eval::to_json(records).dump(1));
 
   // Columns: the methods, then the reference labels in order of first appearance.
   std::vector<std::string> columns = methods;
