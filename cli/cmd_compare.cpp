@@ -14,6 +14,7 @@
 #include "core/io.h"
 #include "datasets/suite.h"
 #include "eval/evaluate.h"
+#include "place/options.h"
 #include "place/registry.h"
 
 namespace gdp::cli {
@@ -34,7 +35,7 @@ std::vector<std::string> split_commas(const std::string& s) {
 int cmd_compare(int argc, char** argv) {
   Args a(argc, argv,
          {"--suite", "--methods", "--profile", "--baseline", "--seed", "--samples", "--seconds",
-          "--records"},
+          "--records", "--options"},
          {"--json", "--references"});
   if (a.help()) {
     std::string known;
@@ -47,6 +48,10 @@ int cmd_compare(int argc, char** argv) {
         "  --suite S     suite file (default datasets/suites/smoke.json)\n"
         "  --methods M   comma-separated methods (default single,round-robin,human); known:\n"
         "                %s\n"
+        "                LABEL=METHOD runs METHOD under the column LABEL (one method twice\n"
+        "                with different options: gdp,zeroshot=gdp)\n"
+        "  --options O   a JSON object (or a file holding one) of options per column:\n"
+        "                '{\"zeroshot\": {\"checkpoint\": \"runs/pre\"}}' (gdp place --list)\n"
         "  --baseline M  one of the methods; speed-ups are relative to it (default single, else "
         "the\n"
         "                first method)\n"
@@ -65,11 +70,37 @@ int cmd_compare(int argc, char** argv) {
   const std::string suite_path = a.get("--suite", "datasets/suites/smoke.json");
   std::vector<std::string> methods = split_commas(a.get("--methods", "single,round-robin,human"));
   if (methods.empty()) throw UsageError("--methods needs at least one method");
-  eval::Spec spec;
-  for (const auto& m : methods) {
-    place::registry().get(m);  // an unknown name is a UsageError listing the known ones
-    spec.methods.push_back({m, nullptr, ""});
+  nlohmann::json options = nlohmann::json::object();
+  std::string options_source = "--options";
+  if (a.has("--options")) {
+    const std::string arg = a.get("--options");
+    options = place::parse_options_arg(arg);
+    const size_t k = arg.find_first_not_of(" \t\r\n");
+    if (!(k != std::string::npos && arg[k] == '{')) options_source = arg;
+    if (!options.is_object())
+      throw UsageError(options_source + ": expected a JSON object of options per method column");
   }
+  eval::Spec spec;
+  std::vector<std::string> labels;
+  for (auto& m : methods) {
+    std::string label = m, name = m;
+    if (const size_t eq = m.find('='); eq != std::string::npos) {
+      label = m.substr(0, eq);
+      name = m.substr(eq + 1);
+    }
+    if (label.empty()) throw UsageError("--methods: empty column label in '" + m + "'");
+    if (std::find(labels.begin(), labels.end(), label) != labels.end())
+      throw UsageError("--methods: column '" + label + "' appears twice");
+    place::registry().get(name);  // an unknown name is a UsageError listing the known ones
+    nlohmann::json o;
+    if (options.contains(label)) o = options[label];
+    spec.methods.push_back({name, o, options_source + " \"" + label + "\"", label});
+    labels.push_back(label);
+    m = label;
+  }
+  for (const auto& [key, value] : options.items())
+    if (std::find(labels.begin(), labels.end(), key) == labels.end())
+      throw UsageError(options_source + ": key '" + key + "' is not a column of --methods");
   const bool has_single = std::find(methods.begin(), methods.end(), "single") != methods.end();
   const std::string baseline = a.get("--baseline", has_single ? "single" : methods.front());
   if (std::find(methods.begin(), methods.end(), baseline) == methods.end())

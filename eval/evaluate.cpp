@@ -84,7 +84,9 @@ std::vector<Record> evaluate(const std::vector<datasets::SuiteEntry>& entries, c
   for (size_t i = 0; i < entries.size(); ++i) {
     for (size_t k = 0; k < methods.size(); ++k)
       for (uint64_t s : spec.seeds)
-        cells.push_back({i, static_cast<int>(k), methods[k].info->name, s});
+        cells.push_back(
+            {i, static_cast<int>(k),
+             spec.methods[k].label.empty() ? methods[k].info->name : spec.methods[k].label, s});
     for (const auto& label : ref_labels)
       if (entries[i].placements.count(label))
         for (uint64_t s : spec.seeds) cells.push_back({i, -1, "ref:" + label, s});

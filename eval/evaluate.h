@@ -52,6 +52,7 @@ struct MethodSpec {
   std::string name;
   nlohmann::json options;      // null = defaults
   std::string options_source;  // where the options came from, for error messages
+  std::string label;           // the records' method name; empty = name
 };
 
 struct Spec {

@@ -135,7 +135,28 @@ H
     expect_rc 0 "geomean speed-up" -- "$gdp" compare --suite "$(dirname "$0")/../../datasets/suites/smoke.json"
     expect_rc 0 '"entries"' -- "$gdp" compare --suite "$(dirname "$0")/../../datasets/suites/smoke.json" --methods human,single --json
     expect_rc 2 "unknown method" -- "$gdp" compare --methods best
-    expect_rc 0 "random" -- "$gdp" compare --suite "$(dirname "$0")/../../datasets/suites/smoke.json" --methods single,random --samples 8 ;;
+    expect_rc 0 "random" -- "$gdp" compare --suite "$(dirname "$0")/../../datasets/suites/smoke.json" --methods single,random --samples 8
+    # Columns: one method twice under labels with their own options; full records to a file.
+    cat > "$tmp/two.json" <<'S'
+{"format": "gdp-suite", "version": 1, "name": "two", "entries": [
+ {"name": "a", "model": "random", "options": {"family": "layered", "ops": 100, "seed": 1}, "cluster": "v100x2-nvlink"},
+ {"name": "b", "model": "random", "options": {"family": "nas_cell", "ops": 100, "seed": 2}, "cluster": "v100x2-nvlink"}]}
+S
+    expect_rc 0 "dev1 " -- "$gdp" compare --suite "$tmp/two.json" --methods human,dev1=single,r=random --options '{"dev1": {"device": 1}}' --samples 5 --records "$tmp/rec.json"
+    python3 - "$tmp/rec.json" <<'P' || fail "compare --records: wrong content"
+import json, sys
+rec = json.load(open(sys.argv[1]))
+cols = sorted({(r["graph"], r["method"]) for r in rec})
+assert cols == [(g, m) for g in "ab" for m in ("dev1", "human", "r")], cols
+for r in rec:
+    assert r["valid"] and r["curve"] is not None and "samples" in r and "wall_s" in r, r
+    if r["method"] == "dev1": assert r["options"]["device"] == 1, r
+    if r["method"] == "r": assert r["samples"] == 5, r
+P
+    expect_rc 2 "key 'nosuch' is not a column" -- "$gdp" compare --suite "$tmp/two.json" --methods human --options '{"nosuch": {}}'
+    expect_rc 2 "appears twice" -- "$gdp" compare --suite "$tmp/two.json" --methods human,human
+    expect_rc 1 "dev1.*device" -- "$gdp" compare --suite "$tmp/two.json" --methods x=human,dev1=single --options '{"dev1": {"device": "one"}}' --records "$tmp/rec2.json"
+    [ ! -e "$tmp/rec2.json" ] || fail "records written on error" ;;
   train)
     # GDP-one on a small graph with a tiny policy: outputs, determinism, kill -9 and resume,
     # zero-shot placement from the checkpoint, errors.
