@@ -157,6 +157,8 @@ void write_summary(const Trainer& t, const std::string& dir) {
     g["samples"] = t.run(i).samples();
     g["samples_to_best"] = t.samples_to_best(i);
     g["seconds_to_best"] = t.seconds_to_best(i);
+    if (std::isfinite(t.imitation_accuracy(i)))
+      g["imitation_accuracy"] = t.imitation_accuracy(i);  // greedy = reference, after warm start
     if (std::isfinite(best)) logsum += std::log(ref / best), ++valid;
     gs.push_back(std::move(g));
   }

@@ -12,6 +12,7 @@
 #include "core/io.h"
 #include "core/json_strict.h"
 #include "nn/checkpoint.h"
+#include "nn/graph_ops.h"
 #include "nn/ops.h"
 #include "place/registry.h"
 
@@ -36,7 +37,7 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
   StrictJson sj(source);
   sj.check_keys(j, "", {},
                 {"policy", "ppo", "reward", "samples_per_iteration", "epochs", "minibatches", "lr",
-                 "grad_clip", "checkpoint_every", "keep_reference"});
+                 "grad_clip", "checkpoint_every", "keep_reference", "imitation_steps"});
   TrainConfig c;
   if (j.contains("policy"))
     c.policy = PolicyConfig::from_json(sj.object(j, "policy", ""), source + ": policy");
@@ -66,6 +67,7 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
   c.grad_clip = num_key(sj, j, "grad_clip", c.grad_clip, 0, 1e9);
   c.checkpoint_every = int_key(sj, j, "checkpoint_every", c.checkpoint_every, 0, 1 << 30);
   if (j.contains("keep_reference")) c.keep_reference = sj.boolean(j, "keep_reference", "");
+  c.imitation_steps = int_key(sj, j, "imitation_steps", c.imitation_steps, 0, 1 << 20);
   return c;
 }
 
@@ -83,6 +85,7 @@ nlohmann::ordered_json TrainConfig::to_json() const {
   j["grad_clip"] = grad_clip;
   j["checkpoint_every"] = checkpoint_every;
   j["keep_reference"] = keep_reference;
+  j["imitation_steps"] = imitation_steps;
   return j;
 }
 
@@ -130,6 +133,15 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
         st.reference_s = t;
         st.reference_method = m;
         if (config_.keep_reference && st.run->samples_left() > 0) st.run->evaluate(p);
+        const place::Units& units = st.input.units;
+        st.reference_actions.resize(static_cast<size_t>(units.num_units()));
+        for (int32_t u = 0; u < units.num_units(); ++u)
+          st.reference_actions[static_cast<size_t>(u)] =
+              p.device[static_cast<size_t>(units.first_op[static_cast<size_t>(u)])];
+        if (st.input.anchored) {  // relabel: unit 0's device becomes device 0
+          const int32_t d0 = st.reference_actions[0];
+          for (int32_t& a : st.reference_actions) a = a == d0 ? 0 : a == 0 ? d0 : a;
+        }
         break;
       }
     }
@@ -172,9 +184,43 @@ bool Trainer::done(const place::Budget& budget) const {
   return budget.seconds > 0 && wall_s() >= budget.seconds;
 }
 
+void Trainer::imitate() {
+  using Clock = std::chrono::steady_clock;
+  nn::ParameterBuffer& params = policy_->params();
+  const float inv_graphs = 1.0f / static_cast<float>(graphs_.size());
+  for (int32_t s = 0; s <= config_.imitation_steps; ++s) {
+    const bool last = s == config_.imitation_steps;  // the accuracy pass, no update
+    params.zero_grad();
+    for (GraphState& st : graphs_) {
+      auto t0 = Clock::now();
+      std::unique_ptr<nn::NoGradGuard> no_grad;
+      if (last) no_grad = std::make_unique<nn::NoGradGuard>();
+      const nn::Var logits = policy_->forward(st.input);
+      times_.forward_s += std::chrono::duration<double>(Clock::now() - t0).count();
+      if (last) {
+        const std::vector<int32_t> g = greedy_actions(logits.value());
+        int64_t hit = 0;
+        for (size_t u = 0; u < g.size(); ++u) hit += g[u] == st.reference_actions[u];
+        st.imitation_accuracy = static_cast<double>(hit) / static_cast<double>(g.size());
+        continue;
+      }
+      t0 = Clock::now();
+      const nn::Var ce = nn::neg(nn::mean(nn::categorical_log_prob(logits, st.reference_actions)));
+      nn::backward(nn::scale(ce, inv_graphs));
+      times_.backward_s += std::chrono::duration<double>(Clock::now() - t0).count();
+    }
+    if (last) break;
+    const auto t0 = Clock::now();
+    nn::clip_grad_norm(params, config_.grad_clip);
+    adam_->step();
+    times_.update_s += std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+}
+
 std::vector<IterationStats> Trainer::step() {
   ++iteration_;
   times_ = PhaseTimes();
+  if (iteration_ == 1 && config_.imitation_steps > 0) imitate();
   using Clock = std::chrono::steady_clock;
   auto tick = Clock::now();
   auto lap = [&](double& into) {
@@ -313,6 +359,7 @@ void Trainer::save(const std::string& dir, int64_t log_bytes) const {
     nlohmann::ordered_json curve = nlohmann::ordered_json::array();
     for (const auto& c : g.run->curve()) curve.push_back({c.samples, c.wall_s, c.best_step_s});
     x["curve"] = std::move(curve);
+    if (std::isfinite(g.imitation_accuracy)) x["imitation_accuracy"] = g.imitation_accuracy;
     gs.push_back(std::move(x));
   }
   j["graphs"] = std::move(gs);
@@ -360,7 +407,10 @@ int64_t Trainer::load(const std::string& dir) {
   for (size_t i = 0; i < gs.size(); ++i) {
     const std::string p = json_path("graphs", i);
     const nlohmann::json& x = gs[i];
-    sj.check_keys(x, p, {"name", "samples", "elapsed_s", "best_step_s", "best", "curve"}, {});
+    sj.check_keys(x, p, {"name", "samples", "elapsed_s", "best_step_s", "best", "curve"},
+                  {"imitation_accuracy"});
+    if (x.contains("imitation_accuracy"))
+      graphs_[i].imitation_accuracy = sj.number(x, "imitation_accuracy", p, 0, 1);
     if (sj.string(x, "name", p) != graphs_[i].spec.name)
       sj.fail(json_path(p, "name"), "expected graph \"" + graphs_[i].spec.name + "\"");
     Placement best;

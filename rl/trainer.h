@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -42,6 +43,11 @@ struct TrainConfig {
   // graph's first sample, so the best placement reported is never worse than it. Off: the
   // best is the policy's own (ablations, "pure" GDP).
   bool keep_reference = true;
+  // Warm start: before the first PPO update, this many Adam steps on the cross-entropy between
+  // the policy and each graph's reference placement (behavior cloning; the anchored unit's
+  // device relabeled to 0 on interchangeable devices). PPO then searches around the
+  // reference instead of around the uniform placement. 0: off (the paper's GDP).
+  int32_t imitation_steps = 0;
 
   // Strict: unknown keys, wrong types, impossible values -> InputError naming source and key.
   static TrainConfig from_json(const nlohmann::json& j, const std::string& source);
@@ -110,6 +116,9 @@ class Trainer {
   const TrainGraph& graph(size_t i) const { return graphs_[i].spec; }
   const place::Run& run(size_t i) const { return *graphs_[i].run; }
   double reference_step_s(size_t i) const { return graphs_[i].reference_s; }
+  // Fraction of graph i's units whose greedy device is the reference's after the warm start
+  // (NaN without one).
+  double imitation_accuracy(size_t i) const { return graphs_[i].imitation_accuracy; }
   const std::string& reference_method(size_t i) const { return graphs_[i].reference_method; }
   // Samples and run seconds at which graph i's best was first reached.
   int64_t samples_to_best(size_t i) const;
@@ -133,7 +142,10 @@ class Trainer {
     PolicyInput input;
     double reference_s = 0;
     std::string reference_method;
+    std::vector<int32_t> reference_actions;  // (U) device of each unit in the reference
+    double imitation_accuracy = std::numeric_limits<double>::quiet_NaN();
   };
+  void imitate();  // the warm start (TrainConfig::imitation_steps), timed into times_
 
   TrainConfig config_;
   CostModel cost_;

@@ -5,7 +5,7 @@ there (samples and wall time used, samples to within 5% of its final best).
 
   ./build/gdp compare --suite datasets/suites/pipedream.json \\
       --methods single,round-robin,human,random,gdp --samples 2000 --records /tmp/pd.json
-  python3 scripts/quality_table.py /tmp/pd.json [--method gdp] [--against random]
+  python3 scripts/quality_table.py /tmp/pd.json [more.json ...] [--method gdp] [--against random]
 
 Checks printed under the table (docs/results.md, issue targets): the geometric mean of the
 method's speed-up over human, every graph where it is worse than human by more than 1%, and
@@ -39,13 +39,15 @@ def samples_to_within(curve, frac):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("records")
+    ap.add_argument("records", nargs="+", help="one or more --records files (columns merged)")
     ap.add_argument("--method", default="gdp")
     ap.add_argument("--against", default="random")
     ap.add_argument("--reference", default="human")
     args = ap.parse_args()
-    with open(args.records) as f:
-        records = json.load(f)
+    records = []
+    for path in args.records:
+        with open(path) as f:
+            records += json.load(f)
     graphs, methods, cell = [], [], {}
     for r in records:
         if r["graph"] not in graphs:
@@ -55,7 +57,7 @@ def main():
         cell[(r["graph"], r["method"])] = r
     m, ref, vs = args.method, args.reference, args.against
     if m not in methods:
-        sys.exit(f"{args.records}: no records of method '{m}' (methods: {', '.join(methods)})")
+        sys.exit(f"{', '.join(args.records)}: no records of method '{m}' (methods: {', '.join(methods)})")
     head = (["graph", "ops"] + [f"{x} ms" for x in methods] +
             [f"{m} / {ref}", f"{m} / {vs}", "samples", "wall s", "samples to 5%"])
     print("| " + " | ".join(head) + " |")

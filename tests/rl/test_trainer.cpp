@@ -278,3 +278,48 @@ TEST_CASE("rl/session: GDP-batch over a suite, then fine-tuning from its policy"
   CHECK(fine->vocabulary().to_json() == pre->vocabulary().to_json());
   CHECK(fine->params().values().to_vector() != pre->params().values().to_vector());  // trained
 }
+
+TEST_CASE("rl/trainer imitation warm start: the policy learns the reference, resumes exactly",
+          "[rl]") {
+  const Graph g = test::small_rnnlm();
+  const Cluster c = read_cluster("v100x2-nvlink");
+  rl::TrainConfig cfg = test::tiny_config();
+  cfg.keep_reference = false;  // the samples are the policy's own
+  auto trainer = [&](int32_t steps, uint64_t seed = 3) {
+    rl::TrainConfig k = cfg;
+    k.imitation_steps = steps;
+    return std::make_unique<rl::Trainer>(k, std::vector<rl::TrainGraph>{{"rnn", &g, &c, nullptr}},
+                                         CostModel(), seed);
+  };
+  REQUIRE(std::isnan(trainer(0)->imitation_accuracy(0)));
+  auto cold = trainer(1), warm = trainer(200);
+  const auto cold_row = cold->step()[0], warm_row = warm->step()[0];
+  INFO("accuracy after 1 step " << cold->imitation_accuracy(0) << ", after 200 "
+                                << warm->imitation_accuracy(0) << "; reference "
+                                << warm->reference_method(0) << " " << warm->reference_step_s(0)
+                                << " s; first samples' mean " << cold_row.mean_step_s << " / "
+                                << warm_row.mean_step_s << " s");
+  CHECK(warm->imitation_accuracy(0) >= 0.9);
+  CHECK(warm->imitation_accuracy(0) > cold->imitation_accuracy(0) + 0.2);
+  // Sampling around the reference: the first samples are nearer its step time.
+  CHECK(warm_row.mean_step_s < cold_row.mean_step_s);
+  CHECK(warm_row.mean_step_s < 1.1 * warm->reference_step_s(0));
+
+  // The warm start happens once, in the first iteration: a checkpoint after it resumes exactly.
+  const fs::path dir = fs::temp_directory_path() / "gdp_test_imitation_resume";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto whole = trainer(50, 4), first = trainer(50, 4);
+  std::vector<double> a, b;
+  for (int i = 0; i < 3; ++i)
+    for (const auto& r : whole->step()) a.insert(a.end(), {r.best_step_s, r.entropy, r.loss});
+  for (const auto& r : first->step()) b.insert(b.end(), {r.best_step_s, r.entropy, r.loss});
+  first->save(dir.string(), 0);
+  auto resumed = trainer(50, 4);
+  resumed->load(dir.string());
+  CHECK(resumed->imitation_accuracy(0) == first->imitation_accuracy(0));
+  for (int i = 0; i < 2; ++i)
+    for (const auto& r : resumed->step()) b.insert(b.end(), {r.best_step_s, r.entropy, r.loss});
+  CHECK(a == b);
+  fs::remove_all(dir);
+}
