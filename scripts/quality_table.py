@@ -37,12 +37,44 @@ def samples_to_within(curve, frac):
     return curve[-1][0]
 
 
+def first_within(curve, target):
+    """(samples, wall_s) at which the best-so-far first reached target, or None."""
+    for samples, wall, best in curve or []:
+        if best <= target:
+            return samples, wall
+    return None
+
+
+def search_time(cell, graphs, base, other, tol):
+    """Search time of `other` (e.g. fine-tuning) against `base` (GDP-one from scratch): the
+    samples and seconds each needs to come within tol of base's final best."""
+    print(f"\nsearch time to within {tol:.0%} of {base}'s final best:\n")
+    print(f"| graph | {base} final ms | {base} samples | {base} s | {other} samples | "
+          f"{other} s | time saved |")
+    print("|---|---|---|---|---|---|---|")
+    for g in graphs:
+        b, o = cell.get((g, base)), cell.get((g, other))
+        if not (b and o and b["valid"]):
+            continue
+        target = b["step_time_s"] * (1 + tol)
+        tb, to = first_within(b["curve"], target), first_within(o["curve"], target)
+        row = [g, f"{b['step_time_s'] * 1e3:.2f}", str(tb[0]), f"{tb[1]:.1f}"]
+        if to:
+            row += [str(to[0]), f"{to[1]:.1f}", f"{1 - to[1] / tb[1]:.0%}" if tb[1] > 0 else "-"]
+        else:
+            row += ["not reached", f"({o['wall_s']:.1f})", "-"]
+        print("| " + " | ".join(row) + " |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("records", nargs="+", help="one or more --records files (columns merged)")
     ap.add_argument("--method", default="gdp")
     ap.add_argument("--against", default="random")
     ap.add_argument("--reference", default="human")
+    ap.add_argument("--search-time", nargs=2, metavar=("BASE", "OTHER"),
+                    help="also the search time of OTHER against BASE (e.g. gdp finetune)")
+    ap.add_argument("--tolerance", type=float, default=0.01, help="for --search-time")
     args = ap.parse_args()
     records = []
     for path in args.records:
@@ -92,6 +124,8 @@ def main():
               f"over {len(logs)} graphs valid under both")
     print(f"worse than {ref} by more than 1%: {', '.join(worse) if worse else 'none'}")
     print(f"not better than {vs}: {', '.join(not_better) if not_better else 'none'}")
+    if args.search_time:
+        search_time(cell, graphs, *args.search_time, args.tolerance)
 
 
 if __name__ == "__main__":
