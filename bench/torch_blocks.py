@@ -117,12 +117,11 @@ class TransformerXL:
         return torch.cat(outs, 0)
 
 
-def time_block(model, x, seed, min_time_s, min_iters):
-    def step():
-        for t in model.params():
-            t.grad = None
-        model.forward(x).backward(seed)
+def timed_mean(step, min_time_s, min_iters):
+    """One untimed warm-up call of step, then calls until both minimums are met: the mean
+    wall time per call and the count. on_warm_up, if step has it, runs after the warm-up."""
     step()  # warm-up
+    getattr(step, "on_warm_up", lambda: None)()
     times = []
     start = time.perf_counter()
     while len(times) < min_iters or time.perf_counter() - start < min_time_s:
@@ -130,6 +129,34 @@ def time_block(model, x, seed, min_time_s, min_iters):
         step()
         times.append(time.perf_counter() - t0)
     return sum(times) / len(times), len(times)
+
+
+def read_benchmark_json(path, counters=()):
+    """Google Benchmark JSON: per benchmark (name[/arg], options such as min_time:, iterations:
+    and real_time dropped), the mean over its iteration runs (repetitions; aggregates skipped)
+    of the wall time in seconds ("time") and of each named counter present."""
+    with open(path) as f:
+        benches = json.load(f)["benchmarks"]
+    runs = {}
+    for b in benches:
+        if b.get("run_type", "iteration") != "iteration":
+            continue
+        scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b["time_unit"]]
+        key = "/".join(p for p in b["name"].split("/")[:2] if ":" not in p and p != "real_time")
+        r = runs.setdefault(key, {"time": []})
+        r["time"].append(b["real_time"] * scale)
+        for c in counters:
+            if c in b:
+                r.setdefault(c, []).append(b[c])
+    return {k: {c: sum(x) / len(x) for c, x in v.items()} for k, v in runs.items()}
+
+
+def time_block(model, x, seed, min_time_s, min_iters):
+    def step():
+        for t in model.params():
+            t.grad = None
+        model.forward(x).backward(seed)
+    return timed_mean(step, min_time_s, min_iters)
 
 
 def main():
@@ -154,18 +181,8 @@ def main():
         n = args.attention_nodes
         results[f"BM_SegmentAttentionForwardBackward/{n}"] = time_block(
             TransformerXL(gen), x[:n], seed[:n], args.min_time, args.min_iters)
-    ours = {}
-    if args.compare:
-        with open(args.compare) as f:
-            runs = {}  # the mean over repetitions (--benchmark_repetitions); aggregates skipped
-            for b in json.load(f)["benchmarks"]:
-                if b.get("run_type", "iteration") != "iteration":
-                    continue
-                scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b["time_unit"]]
-                parts = b["name"].split("/")  # name[/arg]/min_time:../real_time
-                key = "/".join(p for p in parts[:2] if not p.startswith(("min_time", "real")))
-                runs.setdefault(key, []).append(b["real_time"] * scale)
-            ours = {k: sum(v) / len(v) for k, v in runs.items()}
+    ours = ({k: v["time"] for k, v in read_benchmark_json(args.compare).items()}
+            if args.compare else {})
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
     print(f"{'block':40s} {'torch ms':>10s} {'iters':>6s} {'ours ms':>10s} {'ours/torch':>10s}")
     for name, (sec, iters) in results.items():

@@ -24,14 +24,13 @@ widths of rl/features.h (kNodeFeatures 36, doubled by the standardized copy; kGr
 Equal work, not equal numbers: the values differ from ours.
 """
 import argparse
-import json
 import math
 import time
 
 import torch
 import torch.nn.functional as F
 
-from torch_blocks import TransformerXL, segment_mean, uniform
+from torch_blocks import TransformerXL, read_benchmark_json, segment_mean, timed_mean, uniform
 
 # rl/features.h and rl/policy.h (PolicyConfig defaults).
 NODE_FEATURES, GRAPH_FEATURES = 36, 19
@@ -126,38 +125,9 @@ def time_policy(policy, g, seed, min_time_s, min_iters):
         split[1] += t2 - t1
         split[2] += t3 - t2
 
-    step()  # warm-up
-    split[:] = [0.0, 0.0, 0.0]
-    times = []
-    start = time.perf_counter()
-    while len(times) < min_iters or time.perf_counter() - start < min_time_s:
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
-    n = len(times)
-    return sum(times) / n, n, [s / n for s in split]
-
-
-def read_ours(path):
-    """Mean over the iteration runs (repetitions) of each benchmark: time and counters."""
-    with open(path) as f:
-        benches = json.load(f)["benchmarks"]
-    runs = {}
-    for b in benches:
-        if b.get("run_type", "iteration") != "iteration":
-            continue
-        scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b["time_unit"]]
-        # name[/arg][/min_time:..|/iterations:..][/real_time]
-        key = "/".join(p for p in b["name"].split("/")[:2] if ":" not in p and p != "real_time")
-        r = runs.setdefault(key, {"time": [], "counters": {}})
-        r["time"].append(b["real_time"] * scale)
-        for c in ("forward_s", "backward_s", "adam_s", "nodes", "edges", "units", "vocab",
-                  "params"):
-            if c in b:
-                r["counters"].setdefault(c, []).append(b[c])
-    return {k: {"time": sum(v["time"]) / len(v["time"]),
-                **{c: sum(x) / len(x) for c, x in v["counters"].items()}}
-            for k, v in runs.items()}
+    step.on_warm_up = lambda: split.__setitem__(slice(None), [0.0, 0.0, 0.0])
+    sec, n = timed_mean(step, min_time_s, min_iters)
+    return sec, n, [s / n for s in split]
 
 
 def main():
@@ -172,7 +142,8 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     name = "BM_PolicyStep_50k"
-    ours = read_ours(args.compare).get(name) if args.compare else None
+    counters = ("forward_s", "backward_s", "adam_s", "nodes", "edges", "units", "vocab", "params")
+    ours = read_benchmark_json(args.compare, counters).get(name) if args.compare else None
     sizes = {k: (getattr(args, k) if getattr(args, k) is not None else
                  int(ours[k]) if ours and k in ours else v) for k, v in DEFAULT_SIZES.items()}
     gen = torch.Generator().manual_seed(1)
