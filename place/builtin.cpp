@@ -8,6 +8,12 @@ void register_builtin_methods(Registry& r) {
   r.add(round_robin_method());
   r.add(human_method());
   r.add(random_method());
+  r.add(metis_method());
+  r.add(m_topo_method());
+  r.add(m_etf_method());
+  r.add(m_sct_method());
+  r.add(anneal_method());
+  r.add(exhaustive_method());
 }
 
 }  // namespace gdp::place
