@@ -140,6 +140,11 @@ int cmd_compare(int argc, char** argv) {
       row["name"] = entries[i].name;
       row["ops"] = entries[i].graph.num_ops();
       row["cluster"] = entries[i].cluster_name;
+      for (const eval::Record& r : records)
+        if (r.graph == entries[i].name) {
+          row["lower_bound_s"] = r.lower_bound_s;
+          break;
+        }
       nlohmann::ordered_json cells = nlohmann::ordered_json::object();
       for (const auto& col : columns) {
         const eval::Record* r = find(i, col);
@@ -149,7 +154,12 @@ int cmd_compare(int argc, char** argv) {
           cj["step_time_s"] = r->step_time_s;
         else
           cj["reason"] = r ? r->reason : std::string("n/a");
-        if (r) cj["validity"] = eval::validity_name(r->validity);
+        if (r && r->valid()) cj["gap_to_bound"] = r->gap_to_bound();
+        if (r) {
+          cj["validity"] = eval::validity_name(r->validity);
+          cj["wall_s"] = r->wall_s;
+          cj["samples"] = r->samples;
+        }
         cells[col] = cj;
       }
       row["results"] = cells;
@@ -161,12 +171,15 @@ int cmd_compare(int argc, char** argv) {
   }
   std::printf("suite %s: %zu graphs; simulated step time in ms (x: speed-up over %s)\n\n",
               suite_path.c_str(), entries.size(), baseline.c_str());
-  std::printf("%-30s %8s %-16s", "graph", "ops", "cluster");
+  std::printf("%-30s %8s %-16s %9s", "graph", "ops", "cluster", "bound");
   for (const auto& c : columns) std::printf(" %20s", c.c_str());
   std::printf("\n");
   for (size_t i = 0; i < entries.size(); ++i) {
-    std::printf("%-30s %8d %-16s", entries[i].name.c_str(), entries[i].graph.num_ops(),
-                entries[i].cluster_name.c_str());
+    double bound = 0;
+    for (const auto& col : columns)
+      if (const eval::Record* r = find(i, col)) bound = r->lower_bound_s;
+    std::printf("%-30s %8d %-16s %9.2f", entries[i].name.c_str(), entries[i].graph.num_ops(),
+                entries[i].cluster_name.c_str(), bound * 1e3);
     const eval::Record* base = find(i, baseline);
     for (const auto& col : columns) {
       const eval::Record* r = find(i, col);
@@ -189,7 +202,7 @@ int cmd_compare(int argc, char** argv) {
     std::printf("\n");
   }
   // Geometric-mean speed-up over the baseline, on entries where both are valid.
-  std::printf("\n%-56s", "geomean speed-up (entries valid under both)");
+  std::printf("\n%-66s", "geomean speed-up (entries valid under both)");
   for (const auto& col : columns) {
     const eval::GeoMean gm = eval::geomean_speedup(records, col, baseline);
     char buf[32];
@@ -197,6 +210,31 @@ int cmd_compare(int argc, char** argv) {
       std::snprintf(buf, sizeof buf, "%.3fx (%d)", gm.value, gm.n);
     else
       std::snprintf(buf, sizeof buf, "-");
+    std::printf(" %20s", buf);
+  }
+  std::printf("\n%-66s", "geomean step / lower bound (valid entries)");
+  for (const auto& col : columns) {
+    double logsum = 0;
+    int n = 0;
+    for (size_t i = 0; i < entries.size(); ++i)
+      if (const eval::Record* r = find(i, col); r && r->valid() && r->lower_bound_s > 0) {
+        logsum += std::log(r->gap_to_bound());
+        ++n;
+      }
+    char buf[32];
+    if (n)
+      std::snprintf(buf, sizeof buf, "%.3f (%d)", std::exp(logsum / n), n);
+    else
+      std::snprintf(buf, sizeof buf, "-");
+    std::printf(" %20s", buf);
+  }
+  std::printf("\n%-66s", "total placement time (s)");
+  for (const auto& col : columns) {
+    double t = 0;
+    for (size_t i = 0; i < entries.size(); ++i)
+      if (const eval::Record* r = find(i, col)) t += r->wall_s;
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f", t);
     std::printf(" %20s", buf);
   }
   std::printf("\n");

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "place/problem.h"
+#include "sim/lower_bound.h"
 
 namespace gdp::eval {
 
@@ -94,6 +95,10 @@ std::vector<Record> evaluate(const std::vector<datasets::SuiteEntry>& entries, c
   std::vector<std::unique_ptr<place::Problem>> problems;
   for (const auto& e : entries)
     problems.push_back(std::make_unique<place::Problem>(e.graph, e.cluster, cost));
+  std::vector<double> bound(entries.size(), 0);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t i = 0; i < static_cast<int64_t>(entries.size()); ++i)
+    bound[i] = step_time_lower_bound(problems[i]->simulator()).bound_s;
 
   std::vector<Record> out(cells.size());
   size_t done = 0;
@@ -110,6 +115,7 @@ std::vector<Record> evaluate(const std::vector<datasets::SuiteEntry>& entries, c
     r.method = cell.label;
     r.seed = cell.seed;
     r.ops = e.graph.num_ops();
+    r.lower_bound_s = bound[cell.entry];
     Placement p;
     bool placed = false;
     try {
@@ -188,6 +194,11 @@ nlohmann::ordered_json to_json(const Record& r) {
     j["step_time_s"] = r.step_time_s;
   else
     j["step_time_s"] = nullptr;
+  j["lower_bound_s"] = r.lower_bound_s;
+  if (r.valid())
+    j["gap_to_bound"] = r.gap_to_bound();
+  else
+    j["gap_to_bound"] = nullptr;
   j["reason"] = r.reason;
   j["samples"] = r.samples;
   j["wall_s"] = r.wall_s;

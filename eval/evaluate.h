@@ -39,13 +39,19 @@ struct Record {
   std::string reason;                                            // empty when valid
   double step_time_s = std::numeric_limits<double>::infinity();  // +inf unless valid
   int64_t samples = 0;                                           // placements the method simulated
-  double wall_s = 0;                       // the method's time to place (search time)
+  double wall_s = 0;         // the method's time to place (search time)
+  double lower_bound_s = 0;  // the graph's step-time lower bound on the cluster (sim/lower_bound.h)
   std::vector<int64_t> peak_memory_bytes;  // (devices) of the simulated step; empty if failed
   nlohmann::ordered_json options;          // the method's resolved options
   std::string note;
   std::vector<place::CurvePoint> curve;  // best step time against samples and wall time
   Placement placement;                   // kept when Spec::keep_placements
   bool valid() const { return validity == Validity::valid; }
+  // step_time_s / lower_bound_s (>= 1; how far from optimal at most); +inf unless valid.
+  double gap_to_bound() const {
+    return valid() && lower_bound_s > 0 ? step_time_s / lower_bound_s
+                                        : std::numeric_limits<double>::infinity();
+  }
 };
 
 struct MethodSpec {

@@ -48,6 +48,9 @@ PreparedMethod prepare(const Registry& r, const std::string& method,
   PreparedMethod p;
   p.info = &r.get(method);
   p.options = resolve_options(method, p.info->options, user_options, options_source);
+  // Factories check what the option table cannot (cross-option rules, names of other
+  // methods): build the placer once here so that such errors come before anything runs.
+  p.info->make(p.options);
   return p;
 }
 

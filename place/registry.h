@@ -33,6 +33,8 @@ struct MethodInfo {
   std::string description;  // one line
   std::vector<OptionSpec> options;
   bool search = false;  // spends a budget of simulated samples (a search or a learner)
+  // Builds a placer; throws InputError on options that are wrong together. Called once by
+  // prepare() to check them, then once per placement run.
   std::function<std::unique_ptr<Placer>(const Options&)> make;
 };
 
