@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "sim/lower_bound.h"
 #include "sim/simulator.h"
 #include "sim_fixtures.h"
 
@@ -476,4 +477,25 @@ TEST_CASE("sim/closed/a graph of one op and no edges, and ops without outputs", 
   CHECK(r.step_time_s == 0.75);
   CHECK(r.critical_path == std::vector<int32_t>{0, 1});
   CHECK(sim.run(placement_of({0, 1})).step_time_s == 0.75 + kLinkLat_s + 1024 / kLinkBw_Bps);
+}
+
+TEST_CASE("sim/lower bound: longest path and work / devices, each op on its fastest device",
+          "[sim][bound]") {
+  // a (1/4 s) -> b (1/8 s); c (1/2 s) alone; d (1/2 s) alone; two devices.
+  Graph g;
+  g.name = "bound";
+  for (auto [n, t] : {std::pair{"a", 0.25}, {"b", 0.125}, {"c", 0.5}, {"d", 0.5}}) {
+    Op op = test::timed_op(n, t);
+    op.id = g.num_ops();
+    g.add_op(op);
+  }
+  g.add_edge(0, 0, 1, 1024);
+  g.finalize();
+  Simulator sim(g, test::full_mesh(2), CostModel());
+  StepBound b = step_time_lower_bound(sim);
+  CHECK(b.critical_path_s == 0.5);  // c (or d) alone beats a -> b (0.375)
+  CHECK(b.work_s == 1.375 / 2);     // 0.6875
+  CHECK(b.bound_s == 1.375 / 2);
+  Simulator sim4(g, test::full_mesh(4), CostModel());
+  CHECK(step_time_lower_bound(sim4).bound_s == 0.5);  // the path bound wins on four devices
 }

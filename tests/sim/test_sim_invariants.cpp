@@ -12,6 +12,7 @@
 #include "place/units.h"
 #include "place_helpers.h"
 #include "reference_sim.h"
+#include "sim/lower_bound.h"
 #include "sim/sim_fixtures.h"
 #include "sim/simulator.h"
 #include "test_paths.h"
@@ -67,6 +68,11 @@ void check_invariants(const Graph& g, const Cluster& c, const Simulator& sim, co
   }
   CHECK(r.step_time_s >= longest * (1 - kRel));
   CHECK(r.step_time_s >= work / D * (1 - kRel));
+  // The placement-free bound (sim/lower_bound.h) is below every placement's step time.
+  const StepBound b = step_time_lower_bound(sim);
+  CHECK(b.bound_s == std::max(b.critical_path_s, b.work_s));
+  CHECK(b.critical_path_s <= longest * (1 + kRel));
+  CHECK(r.step_time_s >= b.bound_s * (1 - kRel));
   for (const auto& d : r.devices) CHECK(r.step_time_s >= d.busy_s * (1 - kRel));
   CHECK(r.step_time_s == *std::max_element(r.op_end_s.begin(), r.op_end_s.end()));
 

@@ -1,0 +1,263 @@
+// The algorithmic baselines together (metis, m-topo, m-etf, m-sct, anneal) against the
+// `exhaustive` oracle on tiny seeded graphs (5-10 ops, 2-3 devices, heavy transfers): every
+// placement valid, colocation groups together, never better than the optimum; anneal finds
+// the optimum; m-ETF within Hwang et al.'s bound. Then memory (fits where a fit exists, says
+// why where none does), strict options and determinism for each method.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "place/registry.h"
+#include "place/units.h"
+#include "place_helpers.h"
+#include "sim/sim_fixtures.h"
+
+using namespace gdp;
+using Catch::Contains;
+
+namespace {
+
+const std::vector<std::string> kBaselines = {"metis", "m-topo", "m-etf", "m-sct", "anneal"};
+
+// n ops with measured times in [0.05, 0.5] s, forward edges with probability 0.35 (plus a
+// chain edge so that the graph is connected), bytes 1 KiB, 64 MiB or 256 MiB (up to 1/4 s at
+// the mesh's 2^30 B/s), and on odd seeds a colocation group of two ops.
+Graph tiny_graph(uint64_t seed, int32_t n) {
+  Rng rng(seed);
+  Graph g;
+  g.name = "tiny" + std::to_string(seed);
+  for (int32_t i = 0; i < n; ++i) {
+    Op op = test::timed_op("op" + std::to_string(i), 0.05 + 0.45 * rng.uniform(), 1 << 20);
+    op.id = i;
+    g.add_op(op);
+  }
+  const int64_t sizes[] = {1 << 10, int64_t{64} << 20, int64_t{256} << 20};
+  for (int32_t j = 1; j < n; ++j) {
+    bool any = false;
+    for (int32_t i = 0; i < j; ++i)
+      if (rng.uniform() < 0.35) {
+        g.add_edge(i, 0, j, sizes[rng.below(3)]);
+        any = true;
+      }
+    if (!any) g.add_edge(j - 1, 0, j, sizes[rng.below(3)]);
+  }
+  if (seed % 2 == 1) {
+    g.mutable_ops()[1].colocation = "grp";
+    g.mutable_ops()[n - 1].colocation = "grp";
+  }
+  g.finalize();
+  return g;
+}
+
+place::PlaceResult run_method(const std::string& method, const Graph& g, const Cluster& c,
+                              int64_t samples = 0, uint64_t seed = 1,
+                              const nlohmann::json& options = nullptr) {
+  CostModel cost;
+  place::Problem problem(g, c, cost);
+  place::Budget b;
+  b.samples = samples;
+  return place::place(place::prepare(place::registry(), method, options), problem, b, seed);
+}
+
+SimResult simulate(const Graph& g, const Cluster& c, const Placement& p) {
+  Simulator sim(g, c, CostModel());
+  return sim.run(p);
+}
+
+bool groups_together(const Graph& g, const Placement& p) {
+  std::map<std::string, int32_t> dev;
+  for (int32_t i = 0; i < g.num_ops(); ++i) {
+    const std::string& grp = g.op(i).colocation;
+    if (grp.empty()) continue;
+    auto [it, inserted] = dev.emplace(grp, p.device[i]);
+    if (!inserted && it->second != p.device[i]) return false;
+  }
+  return true;
+}
+
+// Hwang et al.'s C_max: the longest chain of communication delays (each edge at its transfer
+// time between two distinct devices, ops free).
+double longest_communication_chain(const Graph& g, const Cluster& c) {
+  std::vector<double> at(g.num_ops(), 0);
+  double best = 0;
+  const LinkSpec& l = c.links[0];  // a full mesh of identical links
+  for (int32_t i : g.topo_order())
+    for (int64_t k = g.in_ptr()[i]; k < g.in_ptr()[i + 1]; ++k) {
+      const Edge& e = g.edges()[g.in_edge_ids()[k]];
+      at[i] = std::max(at[i], at[e.src] + l.latency_s + e.bytes / l.bandwidth_Bps);
+      best = std::max(best, at[i]);
+    }
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("place/baselines against the exhaustive optimum on tiny graphs", "[place][baselines]") {
+  std::map<std::string, double> worst, sum;
+  int cases = 0;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    const int32_t n = 5 + static_cast<int32_t>(seed % 6);
+    const int devices = seed % 3 == 0 ? 3 : 2;
+    const Graph g = tiny_graph(seed, n);
+    const Cluster c = test::full_mesh(devices);
+    INFO("graph " << g.name << ", " << n << " ops on " << devices << " devices");
+    const place::PlaceResult opt = run_method("exhaustive", g, c);
+    const SimResult so = simulate(g, c, opt.placement);
+    REQUIRE(so.valid);
+    CHECK(opt.report.best_step_s == so.step_time_s);
+    ++cases;
+    for (const std::string& m : kBaselines) {
+      INFO("method " << m);
+      const place::PlaceResult r = run_method(m, g, c, m == "anneal" ? 3000 : 0);
+      CHECK(groups_together(g, r.placement));
+      const SimResult s = simulate(g, c, r.placement);
+      REQUIRE(s.valid);
+      CHECK(s.step_time_s >= so.step_time_s * (1 - 1e-12));
+      const double ratio = s.step_time_s / so.step_time_s;
+      worst[m] = std::max(worst[m], ratio);
+      sum[m] += ratio;
+      if (m == "anneal") CHECK(ratio == Approx(1.0).epsilon(1e-9));
+      if (m == "m-etf") {
+        // Hwang et al. (1989): ETF <= (2 - 1/D) * opt(no communication) + C_max, and
+        // opt(no communication) <= opt, so the weaker check below must hold too.
+        CHECK(s.step_time_s <=
+              (2.0 - 1.0 / devices) * so.step_time_s + longest_communication_chain(g, c) + 1e-12);
+      }
+    }
+  }
+  for (const std::string& m : kBaselines)
+    WARN(m << ": worst step / optimum " << worst[m] << ", mean " << sum[m] / cases << " over "
+           << cases << " tiny graphs");
+}
+
+TEST_CASE("place/baselines fit memory where a fit exists, and say why where none does",
+          "[place][baselines]") {
+  // Eight 1-GiB-weight ops in two chains: 8 GiB, devices of 5 GiB each. One device cannot
+  // hold it; two can.
+  Graph g;
+  g.name = "heavy";
+  for (int32_t i = 0; i < 8; ++i) {
+    Op op = test::timed_op("w" + std::to_string(i), 0.1, 1 << 20);
+    op.id = i;
+    op.param_bytes = int64_t{1} << 30;
+    g.add_op(op);
+  }
+  for (int32_t i = 1; i < 8; ++i)
+    if (i != 4) g.add_edge(i - 1, 0, i, 1 << 20);
+  g.finalize();
+  const Cluster c = test::full_mesh(2, test::kLinkBw_Bps, test::kLinkLat_s, int64_t{5} << 30);
+  for (const std::string& m : kBaselines) {
+    INFO("method " << m);
+    const place::PlaceResult r = run_method(m, g, c, m == "anneal" ? 500 : 0);
+    const SimResult s = simulate(g, c, r.placement);
+    CHECK(s.valid);
+  }
+  // A single op larger than any device: no valid placement exists. Every method still returns
+  // a placement (the simulator then names the device that overflows) and no method crashes.
+  g.mutable_ops()[0].param_bytes = int64_t{6} << 30;
+  g.finalize();
+  for (const std::string& m : kBaselines) {
+    INFO("method " << m);
+    place::PlaceResult r;
+    REQUIRE_NOTHROW(r = run_method(m, g, c, m == "anneal" ? 200 : 0));
+    const SimResult s = simulate(g, c, r.placement);
+    CHECK_FALSE(s.valid);
+    CHECK_THAT(s.reason, Contains("out of memory"));
+  }
+}
+
+TEST_CASE("place/baselines keep colocation groups of a real graph together, deterministically",
+          "[place][baselines]") {
+  Graph g = test::small_rnnlm();
+  // A colocation group across the graph: the first and the last op of the topological order.
+  g.mutable_ops()[g.topo_order().front()].colocation = "ends";
+  g.mutable_ops()[g.topo_order().back()].colocation = "ends";
+  g.finalize();
+  const Cluster c = make_cluster_preset("v100x4-nvlink");
+  for (const std::string& m : kBaselines) {
+    INFO("method " << m);
+    const int64_t samples = m == "anneal" ? 300 : 0;
+    const place::PlaceResult a = run_method(m, g, c, samples, 7);
+    const place::PlaceResult b = run_method(m, g, c, samples, 7);
+    CHECK(groups_together(g, a.placement));
+    CHECK(a.placement.device == b.placement.device);
+    CHECK(simulate(g, c, a.placement).valid);
+    CHECK_FALSE(a.report.note.empty());
+    if (m == "anneal") CHECK(a.report.samples <= samples);
+  }
+}
+
+TEST_CASE("place/baselines options are strict", "[place][baselines]") {
+  for (const std::string& m : kBaselines) {
+    INFO("method " << m);
+    try {
+      place::prepare(place::registry(), m, nlohmann::json{{"bogus", 1}});
+      FAIL("accepted an unknown option");
+    } catch (const InputError& e) {
+      CHECK_THAT(std::string(e.what()), Contains("bogus"));
+    }
+  }
+}
+
+TEST_CASE("place/exhaustive: the optimum of a hand-checked fork, refusals with reasons",
+          "[place][baselines]") {
+  // a -> b, a -> c with light edges; b and c take 1/2 s each: the optimum puts b and c apart.
+  Graph g;
+  g.name = "fork";
+  for (auto [n, t] : {std::pair{"a", 0.125}, {"b", 0.5}, {"c", 0.5}}) {
+    Op op = test::timed_op(n, t);
+    op.id = g.num_ops();
+    g.add_op(op);
+  }
+  g.add_edge(0, 0, 1, 1024);
+  g.add_edge(0, 0, 2, 1024);
+  g.finalize();
+  const Cluster c = test::full_mesh(2);
+  const place::PlaceResult r = run_method("exhaustive", g, c);
+  CHECK(r.report.samples == 8);
+  CHECK(r.placement.device[1] != r.placement.device[2]);
+  CHECK(r.report.best_step_s ==
+        Approx(0.125 + 0.5 + test::kLinkLat_s + 1024 / test::kLinkBw_Bps).epsilon(1e-12));
+  // Too many placements for the option, or for the budget: InputErrors that say so.
+  CHECK_THROWS_WITH(run_method("exhaustive", g, c, 0, 1, {{"max_placements", 7}}),
+                    Contains("more than options.max_placements = 7"));
+  CHECK_THROWS_WITH(run_method("exhaustive", g, c, 5), Contains("the budget allows 5"));
+  CHECK_THROWS_WITH(
+      run_method("exhaustive", test::small_rnnlm(), make_cluster_preset("v100x2-nvlink")),
+      Contains("oracle"));
+}
+
+TEST_CASE("place/anneal: starts from the best baseline, stays within the budget, reports it",
+          "[place][baselines]") {
+  const Graph g = test::small_rnnlm();
+  const Cluster c = make_cluster_preset("v100x4-nvlink");
+  const place::PlaceResult r = run_method("anneal", g, c, 400);
+  CHECK(r.report.samples <= 400);
+  CHECK(r.report.samples >= 390);
+  CHECK_THAT(r.report.note, Contains("anneal from"));
+  REQUIRE_FALSE(r.report.curve.empty());
+  // Never worse than where it started: the best of its starting methods.
+  double start = std::numeric_limits<double>::infinity();
+  for (const char* m : {"single", "human", "metis", "m-topo", "m-etf", "m-sct"}) {
+    const place::PlaceResult s = run_method(m, g, c);
+    start = std::min(start, simulate(g, c, s.placement).step_time_s);
+  }
+  CHECK(r.report.best_step_s <= start);
+  CHECK(simulate(g, c, r.placement).step_time_s == r.report.best_step_s);
+  // A random start and a named start; bad starts are refused before anything runs.
+  CHECK(run_method("anneal", g, c, 100, 1, {{"init", "random"}}).report.samples <= 100);
+  CHECK_THAT(run_method("anneal", g, c, 100, 1, {{"init", "m-etf"}}).report.note,
+             Contains("from m-etf"));
+  CHECK_THROWS_WITH(place::prepare(place::registry(), "anneal", {{"init", "nosuch"}}),
+                    Contains("unknown method 'nosuch'"));
+  CHECK_THROWS_WITH(place::prepare(place::registry(), "anneal", {{"init_methods", "single,x"}}),
+                    Contains("unknown method 'x'"));
+  CHECK_THROWS_WITH(
+      place::prepare(place::registry(), "anneal",
+                     {{"p_move", 0}, {"p_neighbour", 0}, {"p_swap", 0}, {"p_scope", 0}}),
+      Contains("must be > 0"));
+}
