@@ -11,11 +11,13 @@
 // probability `critical_bias` (refreshed by a full simulation every `critical_every` samples),
 // else uniformly. Proposals are simulated `batch` at a time in parallel; each passes the
 // Metropolis test on the relative change (E' - E) / E at temperature T independently, and the
-// best passing one is applied. T falls geometrically from `t_start` to `t_end` over the
-// budget (samples, else seconds); after `restart_after` samples without a new best the search
-// returns to the best placement. Energy: the step time when valid; an invalid placement costs
-// more than any valid one and is ordered by its estimated memory overflow (CostView), so a
-// start that does not fit walks toward one that does.
+// best passing one is applied. T falls geometrically from `t_start` to `t_start * t_ratio`
+// over the budget (samples, else seconds); t_start = 0 (default) calibrates it from the first
+// `calibrate` proposals so that their 90th-percentile worsening passes with probability 1/2
+// (docs/baselines.md: tried against fixed values); after
+// `restart_after` samples without a new best the search returns to the best placement. Energy: the
+// step time when valid; an invalid placement costs more than any valid one and is ordered by its
+// estimated memory overflow (CostView), so a start that does not fit walks toward one that does.
 // Start (`init`): "best" = the best valid placement of the methods in `init_methods`, or
 // "random", or any one registered method. Their simulations count against the budget.
 #include <algorithm>
@@ -41,7 +43,8 @@ constexpr int64_t kDefaultSamples = 10000;
 struct AnnealConfig {
   int64_t samples = 0;
   int64_t batch = 8;
-  double t_start = 0.03, t_end = 1e-4;
+  double t_start = 0, t_ratio = 1e-3;
+  int64_t calibrate = 64;
   double critical_bias = 0.5;
   int64_t critical_every = 200;
   int64_t restart_after = 2000;
@@ -97,13 +100,17 @@ class AnnealPlacer : public Placer {
     const double e0 = cur_e;
 
     // --- search ---
+    double t0 = c_.t_start;
+    const int64_t calib_from = used();
+    std::vector<double> worse;  // relative worsenings seen while calibrating
     int64_t since_best = 0, accepted = 0, proposed = 0, restarts = 0, last_crit = -1;
     std::vector<int32_t> crit_units;
     std::vector<std::vector<int32_t>> cand;
     std::vector<double> cand_u;
     while (left() > 0 && !run.out_of_time()) {
       const double frac = progress_fraction(run, n, used());
-      const double T = c_.t_start * std::pow(c_.t_end / c_.t_start, frac);
+      const bool calibrating = t0 == 0 && used() - calib_from < c_.calibrate;
+      const double T = calibrating ? 0 : t0 * std::pow(c_.t_ratio, frac);
       if (c_.critical_bias > 0 && (last_crit < 0 || used() - last_crit >= c_.critical_every) &&
           left() > 1) {
         crit_units = critical_units(pb, units_.expand(cur), run);
@@ -122,12 +129,24 @@ class AnnealPlacer : public Placer {
       double pick_e = std::numeric_limits<double>::infinity();
       for (int64_t k = 0; k < b; ++k) {
         const double e = energy(t[k], cand[k]);
+        if (calibrating && e > cur_e && e < kInvalid) worse.push_back((e - cur_e) / cur_e);
         // From an invalid start only non-worsening moves pass (walks toward fitting).
         const double rel = (e - cur_e) / std::max(cur_e, 1e-30);
         const bool pass = rel <= 0 || (cur_e < kInvalid && T > 0 && cand_u[k] < std::exp(-rel / T));
         if (pass && e < pick_e) {
           pick = k;
           pick_e = e;
+        }
+      }
+      if (calibrating && used() - calib_from >= c_.calibrate) {
+        // exp(-p90 / T0) = 1/2 (p90: the 90th percentile of the relative worsenings seen);
+        // none seen (all moves neutral or better): 1%.
+        if (worse.empty()) {
+          t0 = 0.01;
+        } else {
+          const size_t q = worse.size() * 9 / 10;
+          std::nth_element(worse.begin(), worse.begin() + q, worse.end());
+          t0 = worse[q] / std::log(2.0);
         }
       }
       if (pick >= 0) {
@@ -157,9 +176,9 @@ class AnnealPlacer : public Placer {
     char buf[320];
     std::snprintf(buf, sizeof buf,
                   "anneal from %s (%.4g s) to %.4g s in %lld samples over %d units on %d "
-                  "devices; %lld moves accepted, %lld restarts",
+                  "devices; T0 %.3g, %lld moves accepted, %lld restarts",
                   init_from.c_str(), e0 >= kInvalid ? -1.0 : e0, best_e >= kInvalid ? -1.0 : best_e,
-                  static_cast<long long>(used()), U, D, static_cast<long long>(accepted),
+                  static_cast<long long>(used()), U, D, t0, static_cast<long long>(accepted),
                   static_cast<long long>(restarts));
     run.set_note(buf);
     return run.has_best() ? run.best() : units_.expand(best);
@@ -354,8 +373,12 @@ MethodInfo anneal_method() {
       {integer_option("samples", 0, 0, int64_t{1} << 40,
                       "N; 0 = the budget's samples, else 10000 (starting methods included)"),
        integer_option("batch", 8, 1, 4096, "proposals simulated in parallel per step"),
-       number_option("t_start", 0.03, 0, 10, "start temperature (relative step-time change)"),
-       number_option("t_end", 1e-4, 1e-9, 10, "final temperature"),
+       number_option("t_start", 0, 0, 10,
+                     "start temperature (relative step-time change); 0 = calibrated"),
+       number_option("t_ratio", 1e-3, 1e-9, 1, "final temperature / start temperature"),
+       integer_option(
+           "calibrate", 64, 1, 1 << 20,
+           "proposals (greedy) whose 90th-percentile worsening sets t_start when it is 0"),
        number_option("critical_bias", 0.5, 0, 1,
                      "probability that a move starts from a unit on the critical path"),
        integer_option("critical_every", 200, 1, int64_t{1} << 40,
@@ -376,7 +399,8 @@ MethodInfo anneal_method() {
         c.samples = o.integer("samples");
         c.batch = o.integer("batch");
         c.t_start = o.number("t_start");
-        c.t_end = o.number("t_end");
+        c.t_ratio = o.number("t_ratio");
+        c.calibrate = o.integer("calibrate");
         c.critical_bias = o.number("critical_bias");
         c.critical_every = o.integer("critical_every");
         c.restart_after = o.integer("restart_after");
@@ -388,8 +412,6 @@ MethodInfo anneal_method() {
         c.init_methods = o.string("init_methods");
         if (c.p_move + c.p_neighbour + c.p_swap + c.p_scope <= 0)
           throw InputError("anneal: options p_move + p_neighbour + p_swap + p_scope must be > 0");
-        if (c.t_end > c.t_start && c.t_start > 0)
-          throw InputError("anneal: options.t_end must not exceed options.t_start");
         if (c.init != "best" && c.init != "random" && !registry().find(c.init))
           throw InputError("anneal: options.init: unknown method '" + c.init +
                            "' (expected 'best', 'random' or a registered method)");
