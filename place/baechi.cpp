@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csetjmp>
 #include <cstdio>
 #include <limits>
 #include <queue>
@@ -731,6 +732,77 @@ std::vector<int32_t> favourite_children_by_bytes(const Graph& g, const Groups& g
   return child;
 }
 
+namespace {
+
+// GLPK reports an internal error by calling its error hook and, without one, aborting the
+// process. This hook frees GLPK's environment (the problem object with it, as GLPK's manual
+// prescribes) and jumps back to favourite_children, which then falls back like a failed LP.
+// Only GLPK's C frames lie between, so no C++ destructor is skipped.
+thread_local std::jmp_buf* glpk_escape = nullptr;
+
+void glpk_error_hook(void*) {
+  if (glpk_escape) {
+    glp_free_env();
+    std::longjmp(*glpk_escape, 1);
+  }
+}
+
+struct LpOutcome {
+  bool escaped = false;  // GLPK raised an internal error (its environment was freed)
+  int rc = 0;            // glp_simplex's return code
+  int status = 0;        // glp_get_status when rc == 0
+  double objective = 0;
+};
+
+// min column n+1 (1-based: columns 1..n start times, n+1 makespan, the rest x in [0, 1]) s.t.
+// row r >= lower[r-1], coefficients (ia, ja, ar) 1-based as GLPK takes them. Fills (*x)[c] for
+// every column c on success. Only plain locals live across setjmp here.
+LpOutcome solve_lp(int32_t n, int32_t cols, int32_t rows, const std::vector<double>& lower,
+                   std::vector<int>& ia, std::vector<int>& ja, std::vector<double>& ar,
+                   double time_limit_s, std::vector<double>* x) {
+  LpOutcome out;
+  std::jmp_buf escape;
+  if (setjmp(escape) != 0) {
+    glpk_escape = nullptr;
+    glp_error_hook(nullptr, nullptr);
+    LpOutcome failed;
+    failed.escaped = true;
+    return failed;
+  }
+  glpk_escape = &escape;
+  glp_error_hook(glpk_error_hook, nullptr);
+  glp_term_out(GLP_OFF);
+  glp_prob* lp = glp_create_prob();
+  glp_set_obj_dir(lp, GLP_MIN);
+  glp_add_cols(lp, cols);
+  for (int32_t c = 1; c <= n + 1; ++c) glp_set_col_bnds(lp, c, GLP_LO, 0, 0);
+  for (int32_t c = n + 2; c <= cols; ++c) glp_set_col_bnds(lp, c, GLP_DB, 0, 1);
+  glp_set_obj_coef(lp, n + 1, 1);
+  if (rows > 0) {
+    glp_add_rows(lp, rows);
+    for (int32_t r = 1; r <= rows; ++r) glp_set_row_bnds(lp, r, GLP_LO, lower[r - 1], 0);
+    glp_load_matrix(lp, static_cast<int>(ia.size()) - 1, ia.data(), ja.data(), ar.data());
+  }
+  glp_smcp parm;
+  glp_init_smcp(&parm);
+  parm.msg_lev = GLP_MSG_OFF;
+  parm.presolve = GLP_ON;
+  parm.tm_lim = static_cast<int>(std::min(time_limit_s * 1000, 2.0e9));
+  out.rc = glp_simplex(lp, &parm);
+  out.status = out.rc == 0 ? glp_get_status(lp) : GLP_UNDEF;
+  if (out.rc == 0 && out.status == GLP_OPT) {
+    out.objective = glp_get_obj_val(lp);
+    x->assign(static_cast<size_t>(cols) + 1, 0);
+    for (int32_t c = 1; c <= cols; ++c) (*x)[c] = glp_get_col_prim(lp, c);
+  }
+  glp_delete_prob(lp);
+  glpk_escape = nullptr;
+  glp_error_hook(nullptr, nullptr);
+  return out;
+}
+
+}  // namespace
+
 Favourites favourite_children(const Graph& g, const CostView& cv, const Groups& groups,
                               int64_t lp_max_ops, double lp_time_limit_s, double threshold) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -804,38 +876,21 @@ Favourites favourite_children(const Graph& g, const CostView& cv, const Groups& 
       lower.push_back(static_cast<double>(cs.size()) - 1);
     }
 
-  glp_term_out(GLP_OFF);
-  glp_prob* lp = glp_create_prob();
-  glp_set_obj_dir(lp, GLP_MIN);
-  glp_add_cols(lp, cols);
-  for (int32_t c = 1; c <= n + 1; ++c) glp_set_col_bnds(lp, c, GLP_LO, 0, 0);
-  for (int32_t c = n + 2; c <= cols; ++c) glp_set_col_bnds(lp, c, GLP_DB, 0, 1);
-  glp_set_obj_coef(lp, n + 1, 1);
-  if (rows > 0) {
-    glp_add_rows(lp, rows);
-    for (int32_t r = 1; r <= rows; ++r) glp_set_row_bnds(lp, r, GLP_LO, lower[r - 1], 0);
-    glp_load_matrix(lp, static_cast<int>(ia.size()) - 1, ia.data(), ja.data(), ar.data());
-  }
-  glp_smcp parm;
-  glp_init_smcp(&parm);
-  parm.msg_lev = GLP_MSG_OFF;
-  parm.presolve = GLP_ON;
-  parm.tm_lim = static_cast<int>(std::min(lp_time_limit_s * 1000, 2.0e9));
-  const int rc = glp_simplex(lp, &parm);
-  const int st = rc == 0 ? glp_get_status(lp) : GLP_UNDEF;
+  std::vector<double> x;
+  const LpOutcome lp = solve_lp(n, cols, rows, lower, ia, ja, ar, lp_time_limit_s, &x);
   fav.lp_rows = rows;
   fav.lp_cols = cols;
-  if (rc != 0 || st != GLP_OPT) {
-    glp_delete_prob(lp);
+  if (lp.escaped) return fallback("GLPK stopped with an internal error");
+  if (lp.rc != 0 || lp.status != GLP_OPT) {
     char why[160];
     std::snprintf(why, sizeof why, "the LP (%d rows, %d columns) %s", rows, cols,
-                  rc == GLP_ETMLIM                       ? "ran past lp_time_limit_s"
-                  : rc == GLP_EITLIM                     ? "ran past the iteration limit"
-                  : st == GLP_NOFEAS || rc == GLP_ENOPFS ? "is infeasible"
-                                                         : "did not reach an optimum");
+                  lp.rc == GLP_ETMLIM                              ? "ran past lp_time_limit_s"
+                  : lp.rc == GLP_EITLIM                            ? "ran past the iteration limit"
+                  : lp.status == GLP_NOFEAS || lp.rc == GLP_ENOPFS ? "is infeasible"
+                                                                   : "did not reach an optimum");
     return fallback(why);
   }
-  fav.lp_makespan_s = glp_get_obj_val(lp) / kUs;
+  fav.lp_makespan_s = lp.objective / kUs;
   // x_ij < threshold: j is i's favourite child; keep one per parent and one favourite parent
   // per child, smallest x first (ties: parent, then child index).
   struct Cand {
@@ -845,10 +900,9 @@ Favourites favourite_children(const Graph& g, const CostView& cv, const Groups& 
   std::vector<Cand> cands;
   for (size_t k = 0; k < pairs.size(); ++k) {
     if (!pairs[k].inter) continue;
-    const double x = glp_get_col_prim(lp, xcol[k]);
-    if (x < threshold) cands.push_back({x, pairs[k].src, pairs[k].dst});
+    const double xk = x[xcol[k]];
+    if (xk < threshold) cands.push_back({xk, pairs[k].src, pairs[k].dst});
   }
-  glp_delete_prob(lp);
   std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) {
     return a.x != b.x ? a.x < b.x : a.src != b.src ? a.src < b.src : a.dst < b.dst;
   });
