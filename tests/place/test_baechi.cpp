@@ -220,7 +220,7 @@ TEST_CASE("place/baechi options are strict", "[place]") {
     return place::prepare(r, m, nlohmann::json::parse(opts), "opts.json");
   };
   CHECK(place::prepare(r, "m-topo").options.json().dump() ==
-        R"({"preprocess":true,"memory":"baechi","slack":0.0})");
+        R"({"preprocess":true,"memory":"baechi","slack":0.0,"oom_retries":4})");
   CHECK(place::prepare(r, "m-etf").options.json().dump() ==
         R"({"preprocess":true,"memory":"baechi"})");
   CHECK(place::prepare(r, "m-sct").options.integer("lp_max_ops") > 0);
