@@ -58,7 +58,11 @@ case "$case_name" in
     expect_rc 0 '"optimizer_state_bytes": 0' -- "$gdp" info --json "$tmp/g.json"
     expect_rc 0 "ops              3" -- "$gdp" info "$tmp/g.json"
     expect_rc 0 "parameters       1048576 (1.05M)" -- "$gdp" info "$tmp/g.json"
-    expect_rc 0 "optimizer bytes  0" -- "$gdp" info "$tmp/g.json" ;;
+    expect_rc 0 "optimizer bytes  0" -- "$gdp" info "$tmp/g.json"
+    # With a cluster: the step-time lower bound (longest path / work over devices).
+    expect_rc 0 "lower bound .* on v100x2-nvlink (critical path" -- "$gdp" info "$tmp/g.json" --cluster v100x2-nvlink
+    expect_rc 0 '"lower_bound_s"' -- "$gdp" info --json "$tmp/g.json" --cluster v100x2-nvlink
+    expect_rc 2 "--profile needs --cluster" -- "$gdp" info "$tmp/g.json" --profile x.json ;;
   convert)
     printf 'node1 -- Input0 -- forward_compute_time=0.5, backward_compute_time=0.0, activation_size=64.0, parameter_size=0.0\nnode2 -- Linear(4, 4) -- forward_compute_time=1.0, backward_compute_time=2.0, activation_size=64.0, parameter_size=80.0\n\tnode1 -- node2\n' > "$tmp/p.txt"
     expect_rc 0 "" -- "$gdp" convert "$tmp/p.txt" -o "$tmp/p.json"
@@ -120,6 +124,13 @@ case "$case_name" in
     expect_rc 1 "options.samples: expected an integer" -- "$gdp" place --method random --options '{"samples": "x"}' --graph "$tmp/r.json" --cluster v100x2-nvlink
     expect_rc 1 "device 5 does not exist" -- "$gdp" place --method single --options '{"device": 5}' --graph "$tmp/r.json" --cluster v100x2-nvlink
     expect_rc 2 "expects an integer" -- "$gdp" place --method random --samples 0 --graph "$tmp/r.json" --cluster v100x2-nvlink
+    # The algorithmic baselines run from the command line; their option errors come first.
+    for m in metis m-topo m-etf m-sct; do
+      expect_rc 0 "$m placement" -- "$gdp" place --method $m --graph "$tmp/r.json" --cluster v100x2-nvlink
+    done
+    expect_rc 0 "anneal placement (anneal from" -- "$gdp" place --method anneal --samples 50 --graph "$tmp/r.json" --cluster v100x2-nvlink
+    expect_rc 1 "options.init: unknown method 'x'" -- "$gdp" place --method anneal --options '{"init": "x"}' --graph "$tmp/r.json" --cluster v100x2-nvlink
+    expect_rc 1 "exhaustive is an oracle" -- "$gdp" place --method exhaustive --graph "$tmp/r.json" --cluster v100x2-nvlink
     # Two ops of 10 GiB of weights: together they overflow a 16 GiB V100.
     cat > "$tmp/heavy.json" <<'H'
 {"format": "gdp-graph", "version": 1, "name": "heavy", "ops": [
@@ -133,6 +144,7 @@ H
   compare)
     # The README's main job on the shipped smoke suite (run from the source tree).
     expect_rc 0 "geomean speed-up" -- "$gdp" compare --suite "$(dirname "$0")/../../datasets/suites/smoke.json"
+    expect_rc 0 "geomean step / lower bound" -- "$gdp" compare --suite "$(dirname "$0")/../../datasets/suites/smoke.json"
     expect_rc 0 '"entries"' -- "$gdp" compare --suite "$(dirname "$0")/../../datasets/suites/smoke.json" --methods human,single --json
     expect_rc 2 "unknown method" -- "$gdp" compare --methods best
     expect_rc 0 "random" -- "$gdp" compare --suite "$(dirname "$0")/../../datasets/suites/smoke.json" --methods single,random --samples 8
