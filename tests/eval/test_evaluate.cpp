@@ -85,6 +85,9 @@ TEST_CASE("eval/grid: entries x methods x seeds in order, with typed validity", 
       continue;
     }
     CHECK(r.peak_memory_bytes.size() == 2);
+    // Every cell carries its graph's lower bound; a valid step is at or above it.
+    CHECK(r.lower_bound_s > 0);
+    if (r.valid()) CHECK(r.gap_to_bound() >= 1.0);
     if (r.graph == "heavy" && r.method == "single") {
       CHECK(r.validity == eval::Validity::out_of_memory);
       CHECK(std::isinf(r.step_time_s));
@@ -204,4 +207,8 @@ TEST_CASE("eval/records as JSON", "[eval]") {
   CHECK(j[1]["curve"].is_array());
   for (const char* k : {"graph", "cluster", "method", "seed", "ops", "wall_s", "note"})
     CHECK(j[1].contains(k));
+  CHECK(j[0]["lower_bound_s"].get<double>() > 0);
+  CHECK(j[0]["gap_to_bound"].is_null());  // out of memory: no gap
+  CHECK(j[1]["gap_to_bound"].get<double>() ==
+        Approx(j[1]["step_time_s"].get<double>() / j[1]["lower_bound_s"].get<double>()));
 }
