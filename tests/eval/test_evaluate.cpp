@@ -51,7 +51,7 @@ eval::Spec spec_of(std::vector<std::pair<std::string, std::string>> methods,
                    std::vector<uint64_t> seeds = {1}) {
   eval::Spec s;
   for (auto& [m, o] : methods)
-    s.methods.push_back({m, o.empty() ? nlohmann::json() : nlohmann::json::parse(o), ""});
+    s.methods.push_back({m, o.empty() ? nlohmann::json() : nlohmann::json::parse(o), "", ""});
   s.seeds = std::move(seeds);
   return s;
 }
