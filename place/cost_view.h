@@ -19,7 +19,9 @@ class CostView {
   int32_t num_ops() const { return num_ops_; }
   int32_t num_devices() const { return num_devices_; }
   // Time of op i on device d: the simulator's table (measured or roofline, with launch).
-  double op_time_s(int32_t op, int32_t d) const { return op_time_[static_cast<size_t>(op) * num_devices_ + d]; }
+  double op_time_s(int32_t op, int32_t d) const {
+    return op_time_[static_cast<size_t>(op) * num_devices_ + d];
+  }
   double fastest_time_s(int32_t op) const { return fastest_[op]; }
   double mean_time_s(int32_t op) const { return mean_[op]; }
   // Uncontended time of `bytes` from device s to device d: sum of the route's latencies +
