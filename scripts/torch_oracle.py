@@ -5,12 +5,20 @@ autograd, with fixed weights. Writes inputs, weights, outputs, all gradients and
 few Adam steps to a versioned JSON file that tests/nn/test_oracle.cpp checks our C++ against.
 
 Usage: /usr/bin/python3 scripts/torch_oracle.py --out FILE.json   (exit 77: no torch)
+       /usr/bin/python3 scripts/torch_oracle.py --lstm --out FILE.json
 Format (version 2): {"format": "gdp-torch-oracle", "version": 2, "torch_version": "...",
   "cases": [case, ...]}, one case per model configuration (full mask; causal mask), each
   {"config": {...}, "graph": {"num_nodes", "src", "dst"}, "actions": [...], "advantages": [...],
   "inputs": {name: T}, "params": {name: T}, "outputs": {name: T}, "grads": {name: T},
   "adam": {"lr", "betas", "eps", "losses": [loss before step 1, ..., after the last step]}}
 with T = {"shape": [...], "data": [row-major floats]}. Everything is computed in float64.
+--lstm instead writes the LSTM cell case (nn/lstm.h, checked by tests/nn/test_lstm.cpp):
+torch.nn.LSTMCell unrolled over a few steps, {"format": "gdp-torch-oracle-lstm", "version": 1,
+  "torch_version", "config": {"input", "hidden", "batch", "steps", "seed"},
+  "inputs": {"x0".."x{T-1}", "h0", "c0"}, "params": {"lstm.w_ih", "lstm.w_hh", "lstm.b_ih",
+  "lstm.b_hh"}, "proj": {"h", "c"}, "outputs": {"h" (T, B, H), "c" (B, H), "loss",
+  "h1_zero_state", "c1_zero_state"}, "grads": {parameter and input names}}
+with loss = sum(h * proj.h) + sum(c_T * proj.c) and the zero-state step LSTMCell(x0) (hx None).
 """
 import argparse
 import json
@@ -214,11 +222,65 @@ def run_case(cfg):
     }
 
 
+LSTM_CONFIG = {"input": 5, "hidden": 6, "batch": 3, "steps": 3, "seed": 20192}
+
+
+def run_lstm(cfg):
+    """torch.nn.LSTMCell (gates i, f, g, o) unrolled from (h0, c0); the C++ LstmCell registers
+    the same four tensors as "<prefix>.w_ih", ".w_hh", ".b_ih", ".b_hh"."""
+    gen = torch.Generator().manual_seed(cfg["seed"])
+    I, H, B, T = cfg["input"], cfg["hidden"], cfg["batch"], cfg["steps"]
+
+    def uniform(*shape, bound=1.0):
+        return (torch.rand(*shape, generator=gen, dtype=torch.float64) * 2 - 1) * bound
+
+    cell = torch.nn.LSTMCell(I, H, dtype=torch.float64)
+    names = {"lstm.w_ih": "weight_ih", "lstm.w_hh": "weight_hh", "lstm.b_ih": "bias_ih",
+             "lstm.b_hh": "bias_hh"}
+    with torch.no_grad():
+        for torch_name in names.values():
+            p = getattr(cell, torch_name)
+            p.copy_(uniform(*p.shape, bound=1.0 / math.sqrt(H)))
+    xs = [uniform(B, I).requires_grad_(True) for _ in range(T)]
+    h0, c0 = uniform(B, H).requires_grad_(True), uniform(B, H).requires_grad_(True)
+    proj_h, proj_c = uniform(T, B, H), uniform(B, H)
+
+    h, c, hs = h0, c0, []
+    for x in xs:
+        h, c = cell(x, (h, c))
+        hs.append(h)
+    hs = torch.stack(hs, 0)
+    loss = (hs * proj_h).sum() + (c * proj_c).sum()
+    loss.backward()
+    with torch.no_grad():
+        h1z, c1z = cell(xs[0])
+    inputs = dict({f"x{t}": x for t, x in enumerate(xs)}, h0=h0, c0=c0)
+    grads = {k: getattr(cell, v).grad for k, v in names.items()}
+    grads.update({k: v.grad for k, v in inputs.items()})
+    print(f"torch_oracle: lstm loss {loss.item():.6f}")
+    return {
+        "format": FORMAT + "-lstm", "version": 1, "torch_version": torch.__version__,
+        "config": cfg,
+        "inputs": {k: tensor_json(v) for k, v in inputs.items()},
+        "params": {k: tensor_json(getattr(cell, v)) for k, v in names.items()},
+        "proj": {"h": tensor_json(proj_h), "c": tensor_json(proj_c)},
+        "outputs": {"h": tensor_json(hs), "c": tensor_json(c), "loss": tensor_json(loss),
+                    "h1_zero_state": tensor_json(h1z), "c1_zero_state": tensor_json(c1z)},
+        "grads": {k: tensor_json(v) for k, v in grads.items()},
+    }
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
+    ap.add_argument("--lstm", action="store_true", help="write the LSTM cell case instead")
     args = ap.parse_args()
     torch.set_num_threads(1)
+    if args.lstm:
+        with open(args.out, "w") as f:
+            json.dump(run_lstm(LSTM_CONFIG), f)
+        print(f"torch_oracle: wrote {args.out}")
+        return
     # Full mask with memory longer than a segment; causal mask with memory shorter than one.
     cases = [CONFIG, dict(CONFIG, causal=True, memory=3, segment=6, seed=CONFIG["seed"] + 1)]
     doc = {"format": FORMAT, "version": VERSION, "torch_version": torch.__version__,

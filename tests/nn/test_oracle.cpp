@@ -17,6 +17,7 @@
 #include "nn/optim.h"
 #include "nn/sage.h"
 #include "nn/superposition.h"
+#include "nn/torch_oracle_util.h"
 #include "nn/transformer_xl.h"
 #include "test_paths.h"
 
@@ -24,69 +25,6 @@ using namespace gdp::nn;
 using nlohmann::json;
 
 namespace {
-
-// The interpreter with PyTorch: $GDP_PYTHON when set (e.g. one without torch, to see the
-// skip), else the system's.
-std::string python() {
-  const char* env = std::getenv("GDP_PYTHON");
-  return (env && *env) ? std::string(env) : std::string("/usr/bin/python3");
-}
-
-// Runs the oracle script once per test binary run; returns the JSON, or null with a reason.
-json load_oracle(std::string& why_not) {
-  if (std::system(("test -x " + python()).c_str()) != 0) {
-    why_not = python() + " not found";
-    return nullptr;
-  }
-  const std::string out = gdp::test::binary_dir() + "/nn_torch_oracle.json";
-  const std::string cmd = python() + " " + gdp::test::source_dir() +
-                          "/scripts/torch_oracle.py --out " + out + " > /dev/null 2>&1";
-  const int status = std::system(cmd.c_str());
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {  // the script's "no torch" code
-    why_not = python() + " cannot import torch";
-    return nullptr;
-  }
-  if (status != 0) {
-    why_not = "scripts/torch_oracle.py failed: " + cmd;  // torch is there, so this is an error
-    return json::object({{"error", why_not}});
-  }
-  std::ifstream in(out);
-  return json::parse(in);
-}
-
-template <typename T>
-BasicTensor<T> to_tensor(const json& j) {
-  Shape shape = j.at("shape").get<Shape>();
-  const auto data = j.at("data").get<std::vector<double>>();
-  BasicTensor<T> t(shape);
-  REQUIRE(static_cast<int64_t>(data.size()) == t.numel());
-  for (int64_t i = 0; i < t.numel(); ++i) t[i] = static_cast<T>(data[i]);
-  return t;
-}
-
-// |ours - ref| <= atol + rtol |ref| everywhere; reports the worst element.
-template <typename T>
-void check_close(const BasicTensor<T>& ours, const json& ref_j, double rtol, double atol,
-                 const std::string& what) {
-  const TensorD ref = to_tensor<double>(ref_j);
-  INFO(what << ": ours " << shape_str(ours.shape()) << " ref " << shape_str(ref.shape()));
-  REQUIRE(ours.shape() == ref.shape());
-  const BasicTensor<T> o = ours.contiguous();
-  double worst = 0;
-  int64_t at = -1;
-  for (int64_t i = 0; i < ref.numel(); ++i) {
-    const double excess = std::abs(o[i] - ref[i]) - (atol + rtol * std::abs(ref[i]));
-    if (excess > worst) {
-      worst = excess;
-      at = i;
-    }
-  }
-  INFO("worst element " << at
-                        << (at >= 0 ? ": ours " + std::to_string(o[at]) + " ref " +
-                                          std::to_string(ref[at])
-                                    : std::string()));
-  CHECK(worst == 0.0);
-}
 
 // The oracle's model in our library (names match the script's parameter names).
 template <typename T>
@@ -126,7 +64,7 @@ struct OracleModel {
     for (const auto& e : params.entries()) {
       INFO("parameter " << e.name);
       REQUIRE(doc.at("params").contains(e.name));
-      const BasicTensor<T> v = to_tensor<T>(doc.at("params").at(e.name));
+      const BasicTensor<T> v = gdp::test::oracle_tensor<T>(doc.at("params").at(e.name));
       REQUIRE(v.shape() == e.shape);
       BasicTensor<T> dst = e.var.value();
       dst.copy_from(v);
@@ -160,22 +98,22 @@ struct OracleModel {
 void check_case(const json& oc) {
   SECTION("double: outputs and every gradient") {
     OracleModel<double> m(oc);
-    VarD x(to_tensor<double>(oc.at("inputs").at("x")), true);
+    VarD x(gdp::test::oracle_tensor<double>(oc.at("inputs").at("x")), true);
     std::map<std::string, VarD> outs;
     const VarD loss = m.loss(x, &outs);
     for (const auto& [name, v] : outs)
-      check_close(v.value(), oc.at("outputs").at(name), 1e-4, 1e-9, name);
-    check_close(loss.value(), oc.at("outputs").at("loss"), 1e-4, 1e-9, "loss");
+      gdp::test::check_close(v.value(), oc.at("outputs").at(name), 1e-4, 1e-9, name);
+    gdp::test::check_close(loss.value(), oc.at("outputs").at("loss"), 1e-4, 1e-9, "loss");
     m.params.zero_grad();
     backward(loss);
-    check_close(x.grad(), oc.at("grads").at("x"), 1e-4, 1e-9, "grad x");
+    gdp::test::check_close(x.grad(), oc.at("grads").at("x"), 1e-4, 1e-9, "grad x");
     for (const auto& e : m.params.entries())
-      check_close(e.var.grad(), oc.at("grads").at(e.name), 1e-4, 1e-9, "grad " + e.name);
+      gdp::test::check_close(e.var.grad(), oc.at("grads").at(e.name), 1e-4, 1e-9, "grad " + e.name);
   }
 
   SECTION("double: Adam step losses") {
     OracleModel<double> m(oc);
-    const VarD x(to_tensor<double>(oc.at("inputs").at("x")));
+    const VarD x(gdp::test::oracle_tensor<double>(oc.at("inputs").at("x")));
     const auto want = oc.at("adam").at("losses").get<std::vector<double>>();
     AdamConfig cfg;
     cfg.lr = oc.at("adam").at("lr");
@@ -194,12 +132,12 @@ void check_case(const json& oc) {
 
   SECTION("float: outputs and loss to float precision") {
     OracleModel<float> m(oc);
-    const Var x(to_tensor<float>(oc.at("inputs").at("x")));
+    const Var x(gdp::test::oracle_tensor<float>(oc.at("inputs").at("x")));
     std::map<std::string, Var> outs;
     const Var loss = m.loss(x, &outs);
     for (const auto& [name, v] : outs)
-      check_close(v.value(), oc.at("outputs").at(name), 1e-4, 1e-5, name);
-    check_close(loss.value(), oc.at("outputs").at("loss"), 1e-4, 1e-5, "loss");
+      gdp::test::check_close(v.value(), oc.at("outputs").at(name), 1e-4, 1e-5, name);
+    gdp::test::check_close(loss.value(), oc.at("outputs").at("loss"), 1e-4, 1e-5, "loss");
     Tape::current().clear();
   }
 }
@@ -208,7 +146,8 @@ void check_case(const json& oc) {
 
 TEST_CASE("nn/oracle: GDP model matches PyTorch (outputs, gradients, Adam)", "[nn][oracle]") {
   static std::string why_not;
-  static const json doc = load_oracle(why_not);  // one script run for all sections
+  static const json doc = gdp::test::run_torch_oracle("", "nn_torch_oracle.json",
+                                                      why_not);  // one script run for all sections
   GDP_REQUIRE_INPUT(!doc.is_null(), "nn/oracle needs PyTorch: " << why_not);
   INFO(why_not);
   REQUIRE_FALSE(doc.contains("error"));
