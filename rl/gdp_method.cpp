@@ -103,6 +103,8 @@ void register_methods(place::Registry& r) {
        place::object_option("config", "training configuration (rl/trainer.h TrainConfig)")},
       true,
       [](const place::Options& o) { return std::make_unique<GdpPlacer>(o); }});
+  r.add(hdp_method());
+  r.add(placeto_method());
 }
 
 }  // namespace gdp::rl

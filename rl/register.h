@@ -1,4 +1,5 @@
-// The placement methods rl/ brings to the place/ registry: "gdp" (rl/gdp_method.cpp). A
+// The placement methods rl/ brings to the place/ registry: "gdp" (rl/gdp_method.cpp), and the
+// learned baselines "hdp" and "placeto". A
 // program calls this once at start (cli/main.cpp), after which every name-based entry point
 // (gdp place, compare, the evaluator) reaches the method.
 #pragma once
@@ -8,5 +9,9 @@
 namespace gdp::rl {
 
 void register_methods(place::Registry& r);
+
+// The learned baselines, trained against the same simulator (docs/baselines.md).
+place::MethodInfo hdp_method();      // rl/hdp_method.cpp: Mirhoseini et al. 2018
+place::MethodInfo placeto_method();  // rl/placeto_method.cpp: Addanki et al. 2019
 
 }  // namespace gdp::rl
