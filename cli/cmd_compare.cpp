@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <utility>
 
 #include "cli/args.h"
@@ -19,18 +18,7 @@
 
 namespace gdp::cli {
 
-namespace {
-
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string part;
-  while (std::getline(ss, part, ','))
-    if (!part.empty()) out.push_back(part);
-  return out;
-}
-
-}  // namespace
+using place::split_commas;
 
 int cmd_compare(int argc, char** argv) {
   Args a(argc, argv,

@@ -25,7 +25,6 @@
 #include <cstdio>
 #include <limits>
 #include <map>
-#include <sstream>
 #include <string>
 
 #include "core/error.h"
@@ -52,15 +51,6 @@ struct AnnealConfig {
   std::string init = "best";
   std::string init_methods = "single,human,metis,m-topo,m-etf,m-sct";
 };
-
-std::vector<std::string> split_names(const std::string& s) {
-  std::vector<std::string> r;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) r.push_back(item);
-  return r;
-}
 
 class AnnealPlacer : public Placer {
  public:
@@ -320,7 +310,7 @@ class AnnealPlacer : public Placer {
       return x;
     }
     const std::vector<std::string> names =
-        c_.init == "best" ? split_names(c_.init_methods) : std::vector<std::string>{c_.init};
+        c_.init == "best" ? split_commas(c_.init_methods) : std::vector<std::string>{c_.init};
     std::string failures;
     std::vector<std::string> ran;
     std::vector<Placement> cands;
@@ -417,7 +407,7 @@ MethodInfo anneal_method() {
                            "' (expected 'best', 'random' or a registered method)");
         if (c.init == "anneal")
           throw InputError("anneal: options.init: cannot start from 'anneal' itself");
-        for (const std::string& name : split_names(c.init_methods))
+        for (const std::string& name : split_commas(c.init_methods))
           if (!registry().find(name))
             throw InputError("anneal: options.init_methods: unknown method '" + name + "'");
         return std::make_unique<AnnealPlacer>(std::move(c));

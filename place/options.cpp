@@ -156,4 +156,16 @@ nlohmann::json parse_options_arg(const std::string& arg) {
   return StrictJson(arg).parse(read_text_file(arg));
 }
 
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t end = s.find(',', pos);
+    if (end == std::string::npos) end = s.size();
+    if (end > pos) out.push_back(s.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return out;
+}
+
 }  // namespace gdp::place

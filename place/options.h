@@ -60,6 +60,9 @@ class Options {
 Options resolve_options(const std::string& method, const std::vector<OptionSpec>& specs,
                         const nlohmann::json& user, const std::string& source);
 
+// "a,b,,c" -> {"a", "b", "c"}: a comma-separated list of method names (empty items dropped).
+std::vector<std::string> split_commas(const std::string& s);
+
 // `--options` as given on a command line: a JSON object text ('{...}') or the path of a JSON
 // file holding one. Strict parse (repeated keys are errors); names the source.
 nlohmann::json parse_options_arg(const std::string& arg);

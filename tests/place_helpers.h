@@ -2,6 +2,7 @@
 // human placement with its report, and a small real graph.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "core/cluster.h"
@@ -11,6 +12,7 @@
 #include "place/human.h"
 #include "place/registry.h"
 #include "sim/cost_model.h"
+#include "sim/sim_fixtures.h"
 
 namespace gdp::test {
 
@@ -39,6 +41,37 @@ inline Placement human(const Graph& g, const Cluster& c,
   place::Problem problem(g, c, cost);
   place::Run run(problem, "human", place::Budget(), 1);
   return place::human_placement(run, info);
+}
+
+// a -> b -> c, a -> c; b and c in colocation group "g"; d alone (3 units). Measured times
+// (1/64 s) on kind "T" (sim_fixtures.h devices), 1 MiB tensors.
+inline Graph small_colocated_graph() {
+  Graph g;
+  g.name = "small";
+  for (const char* n : {"a", "b", "c", "d"}) {
+    Op op = timed_op(n, 1.0 / 64, 1 << 20);
+    op.id = g.num_ops();
+    if (std::string(n) == "b" || std::string(n) == "c") op.colocation = "g";
+    g.add_op(op);
+  }
+  g.add_edge(0, 0, 1, 1 << 20);
+  g.add_edge(1, 0, 2, 1 << 20);
+  g.add_edge(0, 0, 2, 1 << 20);
+  g.add_edge(0, 0, 3, 1 << 20);
+  g.finalize();
+  return g;
+}
+
+// True when every colocation group of g is on one device in p.
+inline bool groups_together(const Graph& g, const Placement& p) {
+  std::map<std::string, int32_t> dev;
+  for (int32_t i = 0; i < g.num_ops(); ++i) {
+    const std::string& grp = g.op(i).colocation;
+    if (grp.empty()) continue;
+    auto [it, inserted] = dev.emplace(grp, p.device[i]);
+    if (!inserted && it->second != p.device[i]) return false;
+  }
+  return true;
 }
 
 }  // namespace gdp::test

@@ -45,15 +45,7 @@ struct OracleLstm {
     Rng rng(1);  // initial values are overwritten below
     cell = std::make_unique<BasicLstmCell<T>>(params, "lstm",
                                               LstmConfig{c.at("input"), c.at("hidden")}, rng);
-    REQUIRE(params.count() == static_cast<int64_t>(doc.at("params").size()));
-    for (const auto& e : params.entries()) {
-      INFO("parameter " << e.name);
-      REQUIRE(doc.at("params").contains(e.name));
-      const BasicTensor<T> v = gdp::test::oracle_tensor<T>(doc.at("params").at(e.name));
-      REQUIRE(v.shape() == e.shape);
-      BasicTensor<T> dst = e.var.value();
-      dst.copy_from(v);
-    }
+    gdp::test::load_oracle_params(params, doc.at("params"));
     const json& in = doc.at("inputs");
     for (int t = 0; t < c.at("steps").get<int>(); ++t)
       xs.emplace_back(gdp::test::oracle_tensor<T>(in.at("x" + std::to_string(t))),

@@ -60,15 +60,7 @@ struct OracleModel {
     const int64_t A = c.at("actions");
     head_w = params.add("head.w", {A, D});
     head_b = params.add("head.b", {A});
-    REQUIRE(params.count() == static_cast<int64_t>(doc.at("params").size()));
-    for (const auto& e : params.entries()) {
-      INFO("parameter " << e.name);
-      REQUIRE(doc.at("params").contains(e.name));
-      const BasicTensor<T> v = gdp::test::oracle_tensor<T>(doc.at("params").at(e.name));
-      REQUIRE(v.shape() == e.shape);
-      BasicTensor<T> dst = e.var.value();
-      dst.copy_from(v);
-    }
+    gdp::test::load_oracle_params(params, doc.at("params"));
     const json& g = doc.at("graph");
     adj = make_adjacency(g.at("num_nodes"), g.at("src").get<std::vector<int32_t>>(),
                          g.at("dst").get<std::vector<int32_t>>());

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "nn/parameters.h"
 #include "nn/tensor.h"
 #include "test_paths.h"
 
@@ -83,6 +84,21 @@ void check_close(const nn::BasicTensor<T>& ours, const nlohmann::json& ref_j, do
                                           std::to_string(ref[at])
                                     : std::string()));
   CHECK(worst == 0.0);
+}
+
+// Overwrites every parameter of `params` with the oracle's value of the same name and shape
+// (the oracle must hold exactly these parameters).
+template <typename T>
+void load_oracle_params(nn::BasicParameterBuffer<T>& params, const nlohmann::json& values) {
+  REQUIRE(params.count() == static_cast<int64_t>(values.size()));
+  for (const auto& e : params.entries()) {
+    INFO("parameter " << e.name);
+    REQUIRE(values.contains(e.name));
+    const nn::BasicTensor<T> v = oracle_tensor<T>(values.at(e.name));
+    REQUIRE(v.shape() == e.shape);
+    nn::BasicTensor<T> dst = e.var.value();
+    dst.copy_from(v);
+  }
 }
 
 }  // namespace gdp::test

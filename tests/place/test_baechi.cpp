@@ -36,17 +36,6 @@ bool valid_devices(const Placement& p, const Graph& g, const Cluster& c) {
   return true;
 }
 
-bool colocation_kept(const Placement& p, const Graph& g) {
-  std::map<std::string, int32_t> dev;
-  for (int32_t i = 0; i < g.num_ops(); ++i) {
-    const std::string& grp = g.op(i).colocation;
-    if (grp.empty()) continue;
-    auto [it, inserted] = dev.emplace(grp, p.device[i]);
-    if (!inserted && it->second != p.device[i]) return false;
-  }
-  return true;
-}
-
 // a -> b, a -> c: b and c heavy (1/16 s), a light (1/64 s); `bytes` on each edge.
 Graph fork(int64_t bytes) {
   Graph g;
@@ -87,7 +76,7 @@ TEST_CASE("place/baechi methods give valid placements that keep colocation group
       INFO(m << " " << opts);
       const place::PlaceResult r = run_method(m, g, c, opts);
       CHECK(valid_devices(r.placement, g, c));
-      CHECK(colocation_kept(r.placement, g));
+      CHECK(test::groups_together(g, r.placement));
       CHECK(r.report.samples == 1);  // simulated once
       CHECK(std::isfinite(r.report.best_step_s));
       CHECK_THAT(r.report.note, Contains("ops in") && Contains("groups"));
@@ -209,7 +198,7 @@ TEST_CASE("place/baechi m-sct fallback on a real graph: valid, colocation kept",
   CHECK_THAT(approx.report.note, Contains("no LP"));
   for (const auto* r : {&lp, &approx}) {
     CHECK(valid_devices(r->placement, g, c));
-    CHECK(colocation_kept(r->placement, g));
+    CHECK(test::groups_together(g, r->placement));
     CHECK(std::isfinite(r->report.best_step_s));
   }
 }

@@ -68,17 +68,6 @@ SimResult simulate(const Graph& g, const Cluster& c, const Placement& p) {
   return sim.run(p);
 }
 
-bool groups_together(const Graph& g, const Placement& p) {
-  std::map<std::string, int32_t> dev;
-  for (int32_t i = 0; i < g.num_ops(); ++i) {
-    const std::string& grp = g.op(i).colocation;
-    if (grp.empty()) continue;
-    auto [it, inserted] = dev.emplace(grp, p.device[i]);
-    if (!inserted && it->second != p.device[i]) return false;
-  }
-  return true;
-}
-
 // Hwang et al.'s C_max: the longest chain of communication delays (each edge at its transfer
 // time between two distinct devices, ops free).
 double longest_communication_chain(const Graph& g, const Cluster& c) {
@@ -113,7 +102,7 @@ TEST_CASE("place/baselines against the exhaustive optimum on tiny graphs", "[pla
     for (const std::string& m : kBaselines) {
       INFO("method " << m);
       const place::PlaceResult r = run_method(m, g, c, m == "anneal" ? 3000 : 0);
-      CHECK(groups_together(g, r.placement));
+      CHECK(test::groups_together(g, r.placement));
       const SimResult s = simulate(g, c, r.placement);
       REQUIRE(s.valid);
       CHECK(s.step_time_s >= so.step_time_s * (1 - 1e-12));
@@ -183,7 +172,7 @@ TEST_CASE("place/baselines keep colocation groups of a real graph together, dete
     const int64_t samples = m == "anneal" ? 300 : 0;
     const place::PlaceResult a = run_method(m, g, c, samples, 7);
     const place::PlaceResult b = run_method(m, g, c, samples, 7);
-    CHECK(groups_together(g, a.placement));
+    CHECK(test::groups_together(g, a.placement));
     CHECK(a.placement.device == b.placement.device);
     CHECK(simulate(g, c, a.placement).valid);
     CHECK_FALSE(a.report.note.empty());

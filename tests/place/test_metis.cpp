@@ -54,24 +54,6 @@ Graph two_chains(int n) {
   return g;
 }
 
-// a -> b -> c, a -> c; b and c colocated; d alone (3 units).
-Graph small_graph() {
-  Graph g;
-  g.name = "small";
-  for (const char* n : {"a", "b", "c", "d"}) {
-    Op op = test::timed_op(n, 1.0 / 64, 1 << 20);
-    op.id = g.num_ops();
-    if (std::string(n) == "b" || std::string(n) == "c") op.colocation = "g";
-    g.add_op(op);
-  }
-  g.add_edge(0, 0, 1, 1 << 20);
-  g.add_edge(1, 0, 2, 1 << 20);
-  g.add_edge(0, 0, 2, 1 << 20);
-  g.add_edge(0, 0, 3, 1 << 20);
-  g.finalize();
-  return g;
-}
-
 // The conservative estimate per device: op memory + each received tensor once per device.
 std::vector<int64_t> memory_estimate(const Graph& g, const Placement& p, int32_t D) {
   std::vector<int64_t> load(D, 0);
@@ -243,7 +225,7 @@ TEST_CASE("place/metis on one device places everything there without METIS", "[p
 }
 
 TEST_CASE("place/metis handles more devices than units", "[place][metis]") {
-  const Graph g = small_graph();  // 3 units
+  const Graph g = test::small_colocated_graph();  // 3 units
   const Cluster c = test::full_mesh(8);
   const place::PlaceResult r = run_metis(g, c);
   check_colocation(g, r.placement, 8);

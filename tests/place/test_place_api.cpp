@@ -22,24 +22,6 @@ using Catch::Contains;
 
 namespace {
 
-// a -> b -> c, a -> c; ops b and c in colocation group "g"; d alone. Measured times on "T".
-Graph small_graph() {
-  Graph g;
-  g.name = "small";
-  for (const char* n : {"a", "b", "c", "d"}) {
-    Op op = test::timed_op(n, 1.0 / 64, 1 << 20);
-    op.id = g.num_ops();
-    if (std::string(n) == "b" || std::string(n) == "c") op.colocation = "g";
-    g.add_op(op);
-  }
-  g.add_edge(0, 0, 1, 1 << 20);
-  g.add_edge(1, 0, 2, 1 << 20);
-  g.add_edge(0, 0, 2, 1 << 20);
-  g.add_edge(0, 0, 3, 1 << 20);
-  g.finalize();
-  return g;
-}
-
 std::string error_of(const std::function<void()>& f) {
   try {
     f();
@@ -106,7 +88,7 @@ TEST_CASE("place/options from a command-line argument: text or file, strict JSON
 }
 
 TEST_CASE("place/single and round-robin: contracts, colocation and bad devices", "[place]") {
-  const Graph g = small_graph();
+  const Graph g = test::small_colocated_graph();
   const Cluster c = test::full_mesh(3);
   CHECK(test::place_by("single", g, c).device == std::vector<int32_t>{0, 0, 0, 0});
   CostModel cost;
@@ -123,7 +105,7 @@ TEST_CASE("place/single and round-robin: contracts, colocation and bad devices",
 }
 
 TEST_CASE("place/units: colocation groups are one unit, numbered in topological order", "[place]") {
-  const Graph g = small_graph();
+  const Graph g = test::small_colocated_graph();
   const place::Units u = place::Units::colocation(g);
   CHECK(u.num_units() == 3);
   CHECK(u.unit_of == std::vector<int32_t>{0, 1, 1, 2});
@@ -175,7 +157,7 @@ TEST_CASE("place/random: best of N, colocation kept, deterministic, within the b
 
 TEST_CASE("place/run: evaluate counts samples, keeps the best, refuses to exceed the budget",
           "[place]") {
-  const Graph g = small_graph();
+  const Graph g = test::small_colocated_graph();
   const Cluster c = test::full_mesh(2);
   CostModel cost;
   place::Problem problem(g, c, cost);
