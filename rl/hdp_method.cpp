@@ -1,21 +1,113 @@
-// PLACEHOLDER while being written: replaced by the real method.
+// "hdp": the hierarchical device placer of Mirhoseini et al. (2018) as a place/ method. It
+// trains a fresh grouper + seq2seq placer by REINFORCE on the problem within the run's budget
+// (rl/hdp.h) and returns the best placement it simulated.
+#include <cstdio>
 #include <memory>
 
 #include "core/error.h"
+#include "rl/hdp.h"
 #include "rl/register.h"
 
 namespace gdp::rl {
 
 namespace {
-class NotYet : public place::Placer {
+
+constexpr int64_t kDefaultSamples = 2000;  // with no budget given (as "gdp")
+
+HdpConfig config_of(const place::Options& o) {
+  HdpConfig c;
+  c.hidden_size = static_cast<int32_t>(o.integer("hidden_size"));
+  c.grouping_hidden_size = static_cast<int32_t>(o.integer("grouping_hidden_size"));
+  c.num_groups = static_cast<int32_t>(o.integer("num_groups"));
+  c.adj_embed_dim = static_cast<int32_t>(o.integer("adj_embed_dim"));
+  c.num_children = static_cast<int32_t>(o.integer("num_children"));
+  c.lr = o.number("lr");
+  c.lr_dec = o.number("lr_dec");
+  c.start_decay_step = o.integer("start_decay_step");
+  c.decay_steps = o.integer("decay_steps");
+  c.bl_dec = o.number("bl_dec");
+  c.grad_bound = o.number("grad_bound");
+  c.failing_signal = o.number("failing_signal");
+  c.reward_function = o.string("reward_function");
+  c.logits_std_noise = o.number("logits_std_noise");
+  c.stop_noise_step = o.integer("stop_noise_step");
+  c.temperature = o.number("temperature");
+  c.tanh_constant = o.number("tanh_constant");
+  c.forget_bias_init = o.number("forget_bias_init");
+  c.stop_updating_after_steps = o.integer("stop_updating_after_steps");
+  if (c.hidden_size % 2 != 0)
+    throw InputError("method 'hdp': options.hidden_size: must be even (H/2 per encoder direction)");
+  return c;
+}
+
+class HdpPlacer : public place::Placer {
  public:
-  Placement place(place::Run&) override { throw InputError("hdp: not built yet"); }
+  explicit HdpPlacer(const place::Options& o) : config_(config_of(o)) {}
+
+  Placement place(place::Run& run) override {
+    const place::Budget& b = run.budget();
+    const int64_t max_samples =
+        b.samples > 0 ? b.samples : (b.limited() ? INT64_MAX : kDefaultSamples);
+    const HdpTrainResult r = train_hdp(run, config_, max_samples);
+    char note[224];
+    std::snprintf(note, sizeof note,
+                  "HDP: %lld REINFORCE iterations x %d, final placer entropy %.3f, best %.4g s%s",
+                  static_cast<long long>(r.iterations), config_.num_children, r.entropy,
+                  run.best_step_s(), run.has_best() ? "" : " (none valid: returned the last)");
+    run.set_note(note);
+    if (!run.has_best() && r.last.device.empty())
+      throw InputError("hdp: the budget allowed no sample");
+    return run.has_best() ? run.best() : r.last;
+  }
+
+ private:
+  HdpConfig config_;
 };
+
 }  // namespace
 
 place::MethodInfo hdp_method() {
-  return place::MethodInfo{"hdp", "(being written)", {}, true,
-                           [](const place::Options&) { return std::make_unique<NotYet>(); }};
+  const HdpConfig d;
+  return place::MethodInfo{
+      "hdp",
+      "HDP (Mirhoseini et al. 2018): feed-forward grouper + seq2seq LSTM placer with attention, "
+      "REINFORCE on sqrt(step time) within the budget",
+      {place::integer_option("hidden_size", d.hidden_size, 2, 4096,
+                             "LSTM width H (even; H/2 per encoder direction)"),
+       place::integer_option("grouping_hidden_size", d.grouping_hidden_size, 1, 4096,
+                             "grouper feed-forward width"),
+       place::integer_option("num_groups", d.num_groups, 0, 4096,
+                             "groups G; 0 = min(256, 20 x devices)"),
+       place::integer_option("adj_embed_dim", d.adj_embed_dim, 0, 1024,
+                             "adjacency entries in the op embedding"),
+       place::integer_option("num_children", d.num_children, 1, 1024,
+                             "placements sampled per policy update"),
+       place::number_option("lr", d.lr, 0, 10, "Adam learning rate"),
+       place::number_option("lr_dec", d.lr_dec, 0, 1, "staircase decay factor"),
+       place::integer_option("start_decay_step", d.start_decay_step, 0, int64_t{1} << 40,
+                             "iteration the decay starts at"),
+       place::integer_option("decay_steps", d.decay_steps, 1, int64_t{1} << 40,
+                             "iterations per decay"),
+       place::number_option("bl_dec", d.bl_dec, 0, 1, "moving-average baseline decay"),
+       place::number_option("grad_bound", d.grad_bound, 0, 1e9, "global gradient-norm clip"),
+       place::number_option("failing_signal", d.failing_signal, 0, 1e9,
+                            "seconds charged to an invalid (out-of-memory) placement"),
+       place::string_option("reward_function", d.reward_function, {"sqrt", "id", "log"},
+                            "cost of a step time: sqrt, id or log1p"),
+       place::number_option("logits_std_noise", d.logits_std_noise, 0, 100,
+                            "logits noise (relative to the logits' RMS)"),
+       place::integer_option("stop_noise_step", d.stop_noise_step, 0, int64_t{1} << 40,
+                             "last iteration with logits noise"),
+       place::number_option("temperature", d.temperature, 1e-6, 1e6, "device logits divisor"),
+       place::number_option("tanh_constant", d.tanh_constant, 0, 1e6,
+                            "> 0: device logits = tanh(logits) * this"),
+       place::number_option("forget_bias_init", d.forget_bias_init, -100, 100,
+                            "initial LSTM forget-gate bias"),
+       place::integer_option("stop_updating_after_steps", d.stop_updating_after_steps, 0,
+                             int64_t{1} << 40,
+                             "afterwards only valid placements update the policy and baseline")},
+      true,
+      [](const place::Options& o) { return std::make_unique<HdpPlacer>(o); }};
 }
 
 }  // namespace gdp::rl
