@@ -359,8 +359,12 @@ HdpTrainResult train_hdp(place::Run& run, const HdpConfig& c, int64_t max_sample
     for (int32_t k = 0; k < K; ++k) ps.push_back(model.placement(r, k));
     const std::vector<double> times = run.evaluate(ps);
     std::vector<double> cost(K);
-    for (int32_t k = 0; k < K; ++k)
-      cost[k] = hdp_cost(times[k], std::isfinite(times[k]), c.failing_signal, c.reward_function);
+    std::vector<uint8_t> valid(K);  // by the simulator, not by the cost (a valid step may
+                                    // take longer than failing_signal)
+    for (int32_t k = 0; k < K; ++k) {
+      valid[k] = std::isfinite(times[k]);
+      cost[k] = hdp_cost(times[k], valid[k], c.failing_signal, c.reward_function);
+    }
 
     // Loss: mean over the samples (after stop_updating_after_steps: the valid ones only) of
     // (R - b) * log p, R a cost (lower is better).
@@ -368,7 +372,7 @@ HdpTrainResult train_hdp(place::Run& run, const HdpConfig& c, int64_t max_sample
     int32_t n = 0;
     double valid_sum = 0;
     for (int32_t k = 0; k < K; ++k)
-      if (cost[k] < failing) {
+      if (valid[k]) {
         ++n;
         valid_sum += cost[k];
       }
@@ -376,8 +380,7 @@ HdpTrainResult train_hdp(place::Run& run, const HdpConfig& c, int64_t max_sample
     if (denom > 0) {
       nn::Tensor coef({K});
       for (int32_t k = 0; k < K; ++k)
-        coef[k] =
-            (all || cost[k] < failing) ? static_cast<float>((cost[k] - baseline) / denom) : 0.f;
+        coef[k] = (all || valid[k]) ? static_cast<float>((cost[k] - baseline) / denom) : 0.f;
       nn::backward(nn::sum(nn::mul(r.log_prob, nn::Var(coef))));
       nn::clip_grad_norm(model.params(), c.grad_bound);
       adam.step(hdp_learning_rate(c, step));

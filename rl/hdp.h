@@ -1,6 +1,6 @@
 // HDP, the hierarchical device placer of Mirhoseini et al. (ICLR 2018, "A Hierarchical Model
 // for Device Placement"), a learned baseline trained by REINFORCE against the simulator. It
-// follows TensorFlow grappler's hierarchical_controller.py (docs/baselines-hdp.md says where it
+// follows TensorFlow grappler's hierarchical_controller.py (docs/baselines.md ("HDP") says where it
 // differs):
 //   grouper: op embedding [type index | output shapes | adjacency] -> linear (no bias, no
 //            nonlinearity) -> linear -> softmax over G groups, one sample per colocation unit;

@@ -45,6 +45,12 @@ class HdpPlacer : public place::Placer {
   explicit HdpPlacer(const place::Options& o) : config_(config_of(o)) {}
 
   Placement place(place::Run& run) override {
+    if (run.problem().num_devices() == 1) {  // one placement exists: simulate it once
+      Placement p{std::vector<int32_t>(run.problem().graph().num_ops(), 0)};
+      if (run.samples_left() > 0) run.evaluate(p);
+      run.set_note("HDP: one device, nothing to learn");
+      return p;
+    }
     const place::Budget& b = run.budget();
     const int64_t max_samples =
         b.samples > 0 ? b.samples : (b.limited() ? INT64_MAX : kDefaultSamples);
@@ -89,8 +95,8 @@ place::MethodInfo hdp_method() {
        place::integer_option("decay_steps", d.decay_steps, 1, int64_t{1} << 40,
                              "iterations per decay"),
        place::number_option("bl_dec", d.bl_dec, 0, 1, "moving-average baseline decay"),
-       place::number_option("grad_bound", d.grad_bound, 0, 1e9, "global gradient-norm clip"),
-       place::number_option("failing_signal", d.failing_signal, 0, 1e9,
+       place::number_option("grad_bound", d.grad_bound, 1e-9, 1e9, "global gradient-norm clip"),
+       place::number_option("failing_signal", d.failing_signal, 1e-9, 1e9,
                             "seconds charged to an invalid (out-of-memory) placement"),
        place::string_option("reward_function", d.reward_function, {"sqrt", "id", "log"},
                             "cost of a step time: sqrt, id or log1p"),

@@ -18,6 +18,7 @@
 #include "nn/ops.h"
 #include "nn/optim.h"
 #include "nn/sampling.h"
+#include "place/cost_view.h"
 
 namespace gdp::rl::placeto {
 
@@ -336,9 +337,12 @@ TrainReport train(place::Run& run, const TrainConfig& cfg, int64_t max_episodes)
   const int32_t D = pb.num_devices();
   TrainReport rep;
 
-  // Samples this training may use: the run's budget, or default_samples without one.
+  // Samples this training may use: the run's budget; a seconds-only budget sets no sample
+  // cap; default_samples without any budget.
   const int64_t start_samples = run.samples();
-  const int64_t cap = run.budget().samples > 0 ? run.budget().samples : cfg.default_samples;
+  const int64_t cap = run.budget().samples > 0   ? run.budget().samples
+                      : run.budget().seconds > 0 ? std::numeric_limits<int64_t>::max() / 2
+                                                 : cfg.default_samples;
   if (run.budget().samples <= 0 && run.budget().seconds <= 0) run.set_target_samples(cap);
   auto available = [&]() {
     return std::min(run.samples_left(), cap - (run.samples() - start_samples));
@@ -355,9 +359,22 @@ TrainReport train(place::Run& run, const TrainConfig& cfg, int64_t max_episodes)
   const int32_t N = cg.num_nodes;
   rep.groups = N;
 
-  // Invalid placements (out of memory) are charged invalid_penalty x the serial compute time.
+  // Invalid placements (out of memory) are charged invalid_penalty x an upper bound of any
+  // valid step: every op on the slowest device, one after another, plus every edge at the
+  // slowest route's uncontended transfer time, so that no valid placement costs more.
+  const place::CostView cv(pb);
   double serial_s = 0;
-  for (const Op& op : g.ops()) serial_s += pb.cost().op_time_s(op, c.devices[0]);
+  for (int32_t op = 0; op < g.num_ops(); ++op) {
+    double slowest = 0;
+    for (int32_t d = 0; d < D; ++d) slowest = std::max(slowest, cv.op_time_s(op, d));
+    serial_s += slowest;
+  }
+  for (const Edge& e : g.edges()) {
+    double slowest = 0;
+    for (int32_t s = 0; s < D; ++s)
+      for (int32_t d = 0; d < D; ++d) slowest = std::max(slowest, cv.transfer_s(e.bytes, s, d));
+    serial_s += slowest;
+  }
   const double penalty_s = cfg.invalid_penalty * (serial_s > 0 ? serial_s : 1.0);
   auto charge = [&](double t) { return std::isfinite(t) ? t : penalty_s; };
 
@@ -372,7 +389,9 @@ TrainReport train(place::Run& run, const TrainConfig& cfg, int64_t max_episodes)
   if (available() < 1 || run.out_of_time()) return rep;
   const double t0_raw = run.evaluate(groups.expand(init));
   rep.initial_step_s = t0_raw;
-  const double t0 = charge(t0_raw);  // also the reward scale: rewards are fractions of it
+  // Also the reward scale (rewards are fractions of it); 1 s for a graph of free ops.
+  const double t0 = charge(t0_raw) > 0 ? charge(t0_raw) : 1.0;
+  if (D == 1) return rep;  // one device: the initial placement is the only one
 
   PlacetoPolicy policy(D, cfg.policy, run.seed());
   nn::AdamConfig ac;
@@ -384,8 +403,13 @@ TrainReport train(place::Run& run, const TrainConfig& cfg, int64_t max_episodes)
   std::vector<int32_t> p(N), actions(N);
   std::vector<uint8_t> visited(N);
   std::vector<double> reward(N), ret(N), adv(N);
+  // Episodes that simulate nothing (every sampled device equals the current one) spend no
+  // budget; after kIdleEpisodes of them in a row the policy has settled: stop.
+  constexpr int32_t kIdleEpisodes = 20;
+  int32_t idle = 0;
   while (max_episodes <= 0 || rep.episodes < max_episodes) {
     if (available() < 1 || run.out_of_time()) break;
+    const int64_t samples_before = run.samples();
     const auto t_start = clock::now();
     p = init;
     std::fill(visited.begin(), visited.end(), 0);
@@ -444,6 +468,11 @@ TrainReport train(place::Run& run, const TrainConfig& cfg, int64_t max_episodes)
     if (cfg.grad_clip > 0) nn::clip_grad_norm(policy.params(), cfg.grad_clip);
     adam.step();
     ++rep.episodes;
+    idle = run.samples() == samples_before ? idle + 1 : 0;
+    if (idle >= kIdleEpisodes) {
+      rep.settled = true;
+      break;
+    }
     rep.last_episode_s = std::chrono::duration<double>(clock::now() - t_start).count();
     char msg[128];
     std::snprintf(msg, sizeof msg, "episode %lld, end %.4g s", static_cast<long long>(rep.episodes),

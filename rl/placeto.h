@@ -3,7 +3,7 @@
 // scopes), a policy visits the groups one by one in topological order and moves each to a device
 // chosen from a GNN embedding of the whole graph under the current placement, and every move is
 // rewarded with the step-time improvement it brought (each step simulated). REINFORCE with a
-// per-round baseline, as in the reference. docs/baselines-placeto.md has the choices.
+// per-round baseline, as in the reference. docs/baselines.md ("Placeto") has the choices.
 //
 // The pieces are separate so that a trained PlacetoPolicy could later place another graph (the
 // weights depend on the width and the device count only, never on the graph's size): coarsen()
@@ -127,6 +127,7 @@ struct TrainReport {
   double last_episode_s = 0;  // wall seconds of the last complete episode (with update)
   double initial_step_s = 0;  // the initial placement's step time (+inf: invalid)
   bool partial = false;       // the budget ended inside an episode (not trained on)
+  bool settled = false;       // stopped: 20 episodes in a row sampled no change
 };
 
 // Trains a fresh policy on run.problem() within the run's budget; every simulation goes through

@@ -34,8 +34,11 @@ class PlacetoPlacer : public place::Placer {
                   "%lld episodes%s, %d coarse nodes (limit %d) of %d ops, best %.4g s, initial "
                   "%.4g s",
                   static_cast<long long>(r.episodes),
-                  r.partial ? " (+1 partial, not trained on)" : "", r.groups, r.node_limit,
-                  run.problem().graph().num_ops(), run.best_step_s(), r.initial_step_s);
+                  r.partial   ? " (+1 partial, not trained on)"
+                  : r.settled ? " (settled: no change sampled)"
+                              : "",
+                  r.groups, r.node_limit, run.problem().graph().num_ops(), run.best_step_s(),
+                  r.initial_step_s);
     run.set_note(note);
     if (run.has_best()) return run.best();
     throw InputError("placeto: no valid placement was simulated (budget " +
@@ -66,7 +69,7 @@ place::MethodInfo placeto_method() {
        place::number_option("lr", d.lr, 1e-9, 1.0, "Adam learning rate"),
        place::number_option("entropy", d.entropy, 0.0, 100.0, "entropy bonus weight"),
        place::number_option("discount", d.discount, 0.0, 1.0, "discount of per-step rewards"),
-       place::integer_option("baseline_episodes", d.baseline_episodes, 1, 1 << 20,
+       place::integer_option("baseline_episodes", d.baseline_episodes, 2, 1 << 20,
                              "per-round baseline: mean return of the last K episodes"),
        place::number_option("grad_clip", d.grad_clip, 0.0, 1e9,
                             "global gradient-norm bound; 0 = none"),

@@ -83,7 +83,7 @@ TEST_CASE("rl/hdp finds the optimum of 8-op graphs within 2000 samples (lr 0.01)
     const place::PlaceResult opt = run_method("exhaustive", g, c, 0, 1);
     // lr 0.01, not the reference's 0.1: at 0.1 the policy collapses onto its first samples
     // here (the baseline starts at the failing cost, so they all look good) and the best stays
-    // the one found within the first 10 samples (docs/baselines-hdp.md).
+    // the one found within the first 10 samples (docs/baselines.md ("HDP")).
     const place::PlaceResult r =
         run_method("hdp", g, c, 2000, 7, {{"hidden_size", 16}, {"num_children", 4}, {"lr", 0.01}});
     CHECK(r.report.samples <= 2000);

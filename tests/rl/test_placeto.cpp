@@ -255,3 +255,16 @@ TEST_CASE("rl/placeto policy is independent of the graph's size", "[rl][placeto]
     CHECK(lg.dim(1) == 3);
   }
 }
+
+TEST_CASE("rl/placeto and hdp on one device: one placement, returned at once", "[rl][placeto]") {
+  // On one device every sampled move is no move: Placeto's episodes would spend no sample and
+  // never end, HDP's samples would all be the same placement.
+  const Graph g = placeto_graph(3, 8);
+  const Cluster c = test::full_mesh(1);
+  for (const char* m : {"placeto", "hdp"}) {
+    INFO(m);
+    const place::PlaceResult r = run_method(m, g, c, 500, 1);
+    CHECK(r.report.samples == 1);
+    CHECK(r.placement.device == std::vector<int32_t>(g.num_ops(), 0));
+  }
+}
