@@ -10,6 +10,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/method_columns.h"
 #include "core/io.h"
 #include "datasets/suite.h"
 #include "eval/evaluate.h"
@@ -17,8 +18,6 @@
 #include "place/registry.h"
 
 namespace gdp::cli {
-
-using place::split_commas;
 
 int cmd_compare(int argc, char** argv) {
   Args a(argc, argv,
@@ -56,39 +55,11 @@ int cmd_compare(int argc, char** argv) {
   }
   if (!a.positional().empty()) throw UsageError("unexpected argument '" + a.positional()[0] + "'");
   const std::string suite_path = a.get("--suite", "datasets/suites/smoke.json");
-  std::vector<std::string> methods = split_commas(a.get("--methods", "single,round-robin,human"));
-  if (methods.empty()) throw UsageError("--methods needs at least one method");
-  nlohmann::json options = nlohmann::json::object();
-  std::string options_source = "--options";
-  if (a.has("--options")) {
-    const std::string arg = a.get("--options");
-    options = place::parse_options_arg(arg);
-    const size_t k = arg.find_first_not_of(" \t\r\n");
-    if (!(k != std::string::npos && arg[k] == '{')) options_source = arg;
-    if (!options.is_object())
-      throw UsageError(options_source + ": expected a JSON object of options per method column");
-  }
   eval::Spec spec;
-  std::vector<std::string> labels;
-  for (auto& m : methods) {
-    std::string label = m, name = m;
-    if (const size_t eq = m.find('='); eq != std::string::npos) {
-      label = m.substr(0, eq);
-      name = m.substr(eq + 1);
-    }
-    if (label.empty()) throw UsageError("--methods: empty column label in '" + m + "'");
-    if (std::find(labels.begin(), labels.end(), label) != labels.end())
-      throw UsageError("--methods: column '" + label + "' appears twice");
-    place::registry().get(name);  // an unknown name is a UsageError listing the known ones
-    nlohmann::json o;
-    if (options.contains(label)) o = options[label];
-    spec.methods.push_back({name, o, options_source + " \"" + label + "\"", label});
-    labels.push_back(label);
-    m = label;
-  }
-  for (const auto& [key, value] : options.items())
-    if (std::find(labels.begin(), labels.end(), key) == labels.end())
-      throw UsageError(options_source + ": key '" + key + "' is not a column of --methods");
+  spec.methods =
+      parse_method_columns(a.get("--methods", "single,round-robin,human"), a.get("--options", ""));
+  std::vector<std::string> methods;
+  for (const eval::MethodSpec& m : spec.methods) methods.push_back(m.label);
   const bool has_single = std::find(methods.begin(), methods.end(), "single") != methods.end();
   const std::string baseline = a.get("--baseline", has_single ? "single" : methods.front());
   if (std::find(methods.begin(), methods.end(), baseline) == methods.end())

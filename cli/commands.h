@@ -13,5 +13,6 @@ int cmd_gen(int argc, char** argv);       // cli/cmd_gen.cpp (datasets)
 int cmd_place(int argc, char** argv);     // cli/cmd_place.cpp (place/ registry)
 int cmd_compare(int argc, char** argv);   // cli/cmd_compare.cpp: the README's main job
 int cmd_train(int argc, char** argv);     // cli/cmd_train.cpp (rl/)
+int cmd_suite(int argc, char** argv);     // cli/cmd_suite.cpp: batch runs (eval/suite_run.h)
 
 }  // namespace gdp::cli

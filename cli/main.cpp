@@ -28,6 +28,7 @@ const Command kCommands[] = {
     {"place", gdp::cli::cmd_place, "compute a placement with a registered method (--list)"},
     {"compare", gdp::cli::cmd_compare, "simulate a suite under several placements and compare"},
     {"train", gdp::cli::cmd_train, "train the GDP policy with PPO (one graph, a suite, resume)"},
+    {"suite", gdp::cli::cmd_suite, "batch runs of a suite (resumable), and comparing two runs"},
 };
 
 void usage(FILE* f) {

@@ -82,15 +82,19 @@ std::vector<Record> evaluate(const std::vector<datasets::SuiteEntry>& entries, c
           ref_labels.push_back(label);
 
   std::vector<Cell> cells;
+  auto add_cell = [&](Cell c) {
+    if (!spec.skip || !spec.skip(entries[c.entry].name, c.label, c.seed))
+      cells.push_back(std::move(c));
+  };
   for (size_t i = 0; i < entries.size(); ++i) {
     for (size_t k = 0; k < methods.size(); ++k)
       for (uint64_t s : spec.seeds)
-        cells.push_back(
-            {i, static_cast<int>(k),
-             spec.methods[k].label.empty() ? methods[k].info->name : spec.methods[k].label, s});
+        add_cell({i, static_cast<int>(k),
+                  spec.methods[k].label.empty() ? methods[k].info->name : spec.methods[k].label,
+                  s});
     for (const auto& label : ref_labels)
       if (entries[i].placements.count(label))
-        for (uint64_t s : spec.seeds) cells.push_back({i, -1, "ref:" + label, s});
+        for (uint64_t s : spec.seeds) add_cell({i, -1, "ref:" + label, s});
   }
   std::vector<std::unique_ptr<place::Problem>> problems;
   for (const auto& e : entries)
@@ -123,8 +127,13 @@ std::vector<Record> evaluate(const std::vector<datasets::SuiteEntry>& entries, c
         p = e.placements.at(cell.label.substr(4));
       } else {
         r.options = methods[cell.method].options.json();
+        place::ProgressFn progress;
+        if (spec.progress)
+          progress = [&](const place::Progress& pr) {
+            spec.progress(e.name, cell.label, cell.seed, pr);
+          };
         place::PlaceResult res =
-            place::place(methods[cell.method], problem, spec.budget, cell.seed);
+            place::place(methods[cell.method], problem, spec.budget, cell.seed, progress);
         p = std::move(res.placement);
         r.options = std::move(res.report.options);
         r.samples = res.report.samples;

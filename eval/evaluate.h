@@ -67,9 +67,16 @@ struct Spec {
   place::Budget budget;     // per cell
   bool references = false;  // also simulate the reference placements the suite lists
   bool keep_placements = false;
+  // Cells for which this returns true are not run and have no record (a resumed batch run
+  // skips its finished cells). Arguments: graph (entry name), method label, seed.
+  std::function<bool(const std::string&, const std::string&, uint64_t)> skip;
+  // A running cell's progress (its method's place::Progress), called from the cell's thread;
+  // the callee serializes. Arguments: graph, method label, seed, progress.
+  std::function<void(const std::string&, const std::string&, uint64_t, const place::Progress&)>
+      progress;
 };
 
-// Called (serialized) after each cell; done counts finished cells.
+// Called (serialized) after each cell; done counts finished cells (of those run).
 using CellDoneFn = std::function<void(const Record& r, size_t done, size_t total)>;
 
 // Looks every method up and resolves its options before anything runs (UsageError /

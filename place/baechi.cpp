@@ -10,6 +10,7 @@
 #include <csetjmp>
 #include <cstdio>
 #include <limits>
+#include <mutex>
 #include <queue>
 #include <set>
 #include <stdexcept>
@@ -760,6 +761,10 @@ struct LpOutcome {
 LpOutcome solve_lp(int32_t n, int32_t cols, int32_t rows, const std::vector<double>& lower,
                    std::vector<int>& ia, std::vector<int>& ja, std::vector<double>& ar,
                    double time_limit_s, std::vector<double>* x) {
+  // GLPK's environment is per thread only where it was built with thread-local storage;
+  // one LP at a time keeps the evaluator's parallel cells safe either way.
+  static std::mutex glpk_mutex;
+  std::lock_guard<std::mutex> glpk_lock(glpk_mutex);
   LpOutcome out;
   std::jmp_buf escape;
   if (setjmp(escape) != 0) {

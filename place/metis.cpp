@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <numeric>
 #include <queue>
 #include <string>
@@ -592,6 +593,11 @@ class MetisPlacer : public Placer {
     options[METIS_OPTION_SEED] = static_cast<idx_t>(run.seed() % 2147483647u);
     options[METIS_OPTION_NUMBERING] = 0;
     options[METIS_OPTION_DBGLVL] = 0;
+    // METIS keeps its random state in process globals (GKlib), so two partitions computed
+    // at once (the evaluator's parallel cells) would interleave their random streams and
+    // neither would be deterministic: one METIS call at a time.
+    static std::mutex metis_mutex;
+    std::unique_lock<std::mutex> metis_lock(metis_mutex);
     const int rc =
         scheme_ == "recursive"
             ? METIS_PartGraphRecursive(&nvtxs, &ncon, xadj.data(), adjncy.data(), vwgt.data(),
@@ -602,6 +608,7 @@ class MetisPlacer : public Placer {
                                   vsize.empty() ? nullptr : vsize.data(), adjwgt.data(), &nparts,
                                   tpwgts.empty() ? nullptr : tpwgts.data(), nullptr, options,
                                   &objval, part.data());
+    metis_lock.unlock();
     if (rc != METIS_OK)
       throw InputError("metis: METIS_PartGraph" +
                        std::string(scheme_ == "recursive" ? "Recursive" : "Kway") +

@@ -141,6 +141,44 @@ H
     expect_rc 0 '"validity": "out_of_memory"' -- "$gdp" place --method single --graph "$tmp/heavy.json" --cluster v100x2-nvlink --profile "$(dirname "$0")/../../sim/profiles/default.json" --json
     expect_rc 0 'INVALID (out_of_memory)' -- "$gdp" place --method single --graph "$tmp/heavy.json" --cluster v100x2-nvlink
     expect_rc 0 '"validity": "valid"' -- "$gdp" place --method round-robin --graph "$tmp/heavy.json" --cluster v100x2-nvlink --json ;;
+  suite)
+    s="$(dirname "$0")/../../datasets/suites/smoke.json"
+    run() { "$gdp" suite run "$s" --methods human,random,anneal --seeds 2 --budget samples=30 --quiet "$@"; }
+    expect_rc 0 "72 cells: 72 run now, 0 finished earlier" -- run --out "$tmp/full"
+    for f in run.json results.json results.csv report.md; do [ -s "$tmp/full/$f" ] || fail "suite run wrote no $f"; done
+    [ "$(ls "$tmp/full/cells" | wc -l)" -eq 72 ] || fail "suite run: expected 72 cell files"
+    [ "$(ls "$tmp/full/traces" | wc -l)" -eq 12 ] || fail "suite run: expected a trace per graph"
+    grep -q "^## gnmt_small" "$tmp/full/report.md" || fail "report.md lacks a workload section"
+    grep -q "| anneal | .* | 2/2 | .*x |" "$tmp/full/report.md" || fail "report.md lacks anneal's row"
+    # A process ended abruptly after 5 cells (as kill -9 would): the rerun skips them and the
+    # results equal the uninterrupted run's (all but the search time, column 12).
+    run --out "$tmp/cut" --stop-after 5; rc=$?
+    [ "$rc" -eq 137 ] || fail "--stop-after exited $rc, expected 137"
+    [ "$(ls "$tmp/cut/cells" | wc -l)" -eq 5 ] || fail "expected 5 finished cells after the stop"
+    [ ! -e "$tmp/cut/results.json" ] || fail "a stopped run wrote results.json"
+    expect_rc 0 "72 cells: 67 run now, 5 finished earlier" -- run --out "$tmp/cut"
+    diff <(cut -d, -f1-11,13- "$tmp/full/results.csv") <(cut -d, -f1-11,13- "$tmp/cut/results.csv") \
+      || fail "the resumed run's results differ from the uninterrupted run's"
+    # A real kill -9 at an arbitrary moment: the rerun completes with the same results.
+    run --out "$tmp/killed" & pid=$!
+    sleep 0.3; kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+    for f in "$tmp"/killed/cells/*.json; do [ -e "$f" ] || continue; grep -q '"placement"' "$f" || fail "corrupt cell file $f"; done
+    expect_rc 0 "72 cells" -- run --out "$tmp/killed"
+    diff <(cut -d, -f1-11,13- "$tmp/full/results.csv") <(cut -d, -f1-11,13- "$tmp/killed/results.csv") \
+      || fail "the run killed with -9 and rerun differs"
+    # Another spec into the same directory, and an unknown method, are refused up front.
+    expect_rc 2 "holds another run (run.json differs in" -- "$gdp" suite run "$s" --methods human --out "$tmp/full" --quiet
+    expect_rc 2 "unknown method 'nosuch'" -- "$gdp" suite run "$s" --methods human,nosuch --out "$tmp/none"
+    [ ! -e "$tmp/none" ] || fail "an unknown method left a directory behind"
+    expect_rc 2 "expected samples=N or seconds=S" -- "$gdp" suite run "$s" --methods human --budget samples=x --out "$tmp/none"
+    # suite compare: identical runs, then a known difference (3x the samples: anneal improves).
+    expect_rc 0 "identical" -- "$gdp" suite compare "$tmp/full" "$tmp/cut"
+    "$gdp" suite run "$s" --methods human,random,anneal --seeds 2 --budget samples=90 --quiet --out "$tmp/more" > /dev/null || fail "suite run (more) failed"
+    out=$("$gdp" suite compare "$tmp/full" "$tmp/more") || fail "suite compare exited $?"
+    echo "$out" | grep -q "^gnmt_small .* human .* identical" || fail "human should be identical: $out"
+    echo "$out" | grep -q "^gnmt_small .* anneal .*-[0-9.]*%  t = " || fail "anneal should improve with 3x the samples, with a t statistic: $out"
+    echo "$out" | grep -q "geometric mean of B / A" || fail "suite compare lacks the geometric means: $out"
+    expect_rc 1 "results.json" -- "$gdp" suite compare "$tmp/full" "$tmp/none" ;;
   compare)
     # The README's main job on the shipped smoke suite (run from the source tree).
     expect_rc 0 "geomean speed-up" -- "$gdp" compare --suite "$(dirname "$0")/../../datasets/suites/smoke.json"

@@ -1,0 +1,361 @@
+// The batch runner: run.json, per-cell files written as cells end, outputs rebuilt from them.
+#include "eval/suite_run.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/io.h"
+#include "core/json_strict.h"
+#include "sim/simulator.h"
+
+namespace gdp::eval {
+
+namespace {
+
+namespace fs = std::filesystem;
+constexpr int kRunVersion = 1;
+constexpr int kCellVersion = 1;
+
+Validity validity_from_name(const std::string& s, const std::string& source) {
+  for (Validity v : {Validity::valid, Validity::out_of_memory, Validity::split_colocation,
+                     Validity::malformed_placement, Validity::method_failed})
+    if (s == validity_name(v)) return v;
+  throw InputError(source + ": validity: unknown value '" + s + "'");
+}
+
+// Characters outside [A-Za-z0-9_.-] as '_' (file names).
+std::string safe_name(std::string s) {
+  for (char& c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-')) c = '_';
+  return s;
+}
+
+std::string fmt(double x) {
+  if (!std::isfinite(x)) return "";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", x);
+  return buf;
+}
+
+// A CSV field: quoted when it holds a comma, a quote or a line break.
+std::string csv(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+nlohmann::ordered_json record_json(const Record& r) {
+  nlohmann::ordered_json j = to_json(r);
+  const int64_t s5 = samples_to_within(r.curve, 0.05);
+  j["samples_to_5pct"] = s5 >= 0 ? nlohmann::ordered_json(s5) : nlohmann::ordered_json();
+  j["cell"] = cell_stem(r.graph, r.method, r.seed);
+  return j;
+}
+
+// Mean and (sample) standard deviation of the valid seeds' step times.
+struct Stat {
+  int n = 0, total = 0;
+  double mean = 0, sd = 0, search_s = 0;
+};
+
+Stat stat_of(const std::vector<const Record*>& rs) {
+  Stat s;
+  s.total = static_cast<int>(rs.size());
+  for (const Record* r : rs) {
+    s.search_s += r->wall_s / std::max<size_t>(1, rs.size());
+    if (!r->valid()) continue;
+    ++s.n;
+    s.mean += r->step_time_s;
+  }
+  if (s.n == 0) return s;
+  s.mean /= s.n;
+  for (const Record* r : rs)
+    if (r->valid()) s.sd += (r->step_time_s - s.mean) * (r->step_time_s - s.mean);
+  s.sd = s.n > 1 ? std::sqrt(s.sd / (s.n - 1)) : 0;
+  return s;
+}
+
+std::string num(const char* f, double x) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, f, x);
+  return buf;
+}
+
+std::string report_md(const SuiteRunSpec& spec, const std::vector<Record>& records) {
+  std::vector<std::string> graphs, labels;
+  for (const Record& r : records) {
+    if (std::find(graphs.begin(), graphs.end(), r.graph) == graphs.end()) graphs.push_back(r.graph);
+    if (std::find(labels.begin(), labels.end(), r.method) == labels.end())
+      labels.push_back(r.method);
+  }
+  std::map<std::pair<std::string, std::string>, std::vector<const Record*>> by;
+  for (const Record& r : records) by[{r.graph, r.method}].push_back(&r);
+  // Speed-ups over these methods, where they ran.
+  std::vector<std::string> bases;
+  for (const char* b : {"human", "hdp"})
+    if (std::find(labels.begin(), labels.end(), b) != labels.end()) bases.push_back(b);
+  std::ostringstream o;
+  o << "# Suite run: " << spec.suite_path << "\n\n"
+    << "Seeds: " << spec.seeds.size() << "; budget per cell: "
+    << (spec.budget.samples > 0 ? std::to_string(spec.budget.samples) + " samples" : "none")
+    << (spec.budget.seconds > 0 ? ", " + num("%g", spec.budget.seconds) + " s" : "")
+    << ". Step times in ms: mean ± standard deviation over the valid seeds (valid / seeds); "
+       "search time: mean seconds per cell.\n";
+  std::map<std::string, std::map<std::string, std::vector<double>>> logs;  // base -> method
+  for (const std::string& g : graphs) {
+    double bound = 0;
+    for (const Record& r : records)
+      if (r.graph == g) bound = r.lower_bound_s;
+    o << "\n## " << g << "\n\nLower bound " << num("%.3f", bound * 1e3) << " ms.\n\n"
+      << "| method | step ms | valid |";
+    for (const std::string& b : bases) o << " over " << b << " |";
+    o << " search s |\n|---|---|---|";
+    for (size_t k = 0; k < bases.size(); ++k) o << "---|";
+    o << "---|\n";
+    for (const std::string& m : labels) {
+      auto it = by.find({g, m});
+      if (it == by.end()) continue;
+      const Stat s = stat_of(it->second);
+      o << "| " << m << " | "
+        << (s.n ? num("%.3f", s.mean * 1e3) + " ± " + num("%.3f", s.sd * 1e3)
+                : std::string(validity_name(it->second.front()->validity)))
+        << " | " << s.n << "/" << s.total << " |";
+      for (const std::string& b : bases) {
+        auto bi = by.find({g, b});
+        const Stat bs = bi == by.end() ? Stat() : stat_of(bi->second);
+        if (s.n && bs.n) {
+          o << " " << num("%.3f", bs.mean / s.mean) << "x |";
+          logs[b][m].push_back(std::log(bs.mean / s.mean));
+        } else {
+          o << " - |";
+        }
+      }
+      o << " " << num("%.3g", s.search_s) << " |\n";
+    }
+  }
+  if (!bases.empty()) {
+    o << "\n## Geometric means over the workloads valid under both\n\n| method |";
+    for (const std::string& b : bases) o << " over " << b << " |";
+    o << "\n|---|";
+    for (size_t k = 0; k < bases.size(); ++k) o << "---|";
+    o << "\n";
+    for (const std::string& m : labels) {
+      o << "| " << m << " |";
+      for (const std::string& b : bases) {
+        const std::vector<double>& v = logs[b][m];
+        double sum = 0;
+        for (double x : v) sum += x;
+        o << " "
+          << (v.empty()
+                  ? std::string("-")
+                  : num("%.3f", std::exp(sum / v.size())) + "x (" + std::to_string(v.size()) + ")")
+          << " |";
+      }
+      o << "\n";
+    }
+  }
+  return o.str();
+}
+
+std::string results_csv(const std::vector<Record>& records) {
+  std::string s =
+      "graph,cluster,method,seed,valid,validity,reason,step_time_s,lower_bound_s,gap_to_bound,"
+      "samples,search_time_s,samples_to_5pct,peak_memory_bytes\n";
+  for (const Record& r : records) {
+    std::string mem;
+    for (size_t d = 0; d < r.peak_memory_bytes.size(); ++d)
+      mem += (d ? ";" : "") + std::to_string(r.peak_memory_bytes[d]);
+    const int64_t s5 = samples_to_within(r.curve, 0.05);
+    s += csv(r.graph) + "," + csv(r.cluster) + "," + csv(r.method) + "," + std::to_string(r.seed) +
+         "," + (r.valid() ? "true" : "false") + "," + validity_name(r.validity) + "," +
+         csv(r.reason) + "," + fmt(r.step_time_s) + "," + fmt(r.lower_bound_s) + "," +
+         fmt(r.gap_to_bound()) + "," + std::to_string(r.samples) + "," + fmt(r.wall_s) + "," +
+         (s5 >= 0 ? std::to_string(s5) : "") + "," + mem + "\n";
+  }
+  return s;
+}
+
+// The first difference between two run.json objects, or "" when equal.
+std::string first_difference(const nlohmann::json& a, const nlohmann::json& b) {
+  for (auto it = a.begin(); it != a.end(); ++it)
+    if (!b.contains(it.key()) || b.at(it.key()) != it.value())
+      return it.key() + " (" + it.value().dump() + " here, " +
+             (b.contains(it.key()) ? b.at(it.key()).dump() : std::string("absent")) +
+             " in the directory)";
+  for (auto it = b.begin(); it != b.end(); ++it)
+    if (!a.contains(it.key())) return it.key();
+  return "";
+}
+
+}  // namespace
+
+nlohmann::ordered_json SuiteRunSpec::to_json() const {
+  nlohmann::ordered_json j;
+  j["format"] = "gdp-suite-run";
+  j["version"] = kRunVersion;
+  j["suite"] = suite_path;
+  j["profile"] = profile_path;
+  nlohmann::ordered_json ms = nlohmann::ordered_json::array();
+  for (const MethodSpec& m : methods)
+    ms.push_back({{"label", m.label.empty() ? m.name : m.label},
+                  {"method", m.name},
+                  {"options", m.options.is_null() ? nlohmann::json::object() : m.options}});
+  j["methods"] = ms;
+  j["seeds"] = seeds;
+  j["budget"] = {{"samples", budget.samples}, {"seconds", budget.seconds}};
+  return j;
+}
+
+std::string cell_stem(const std::string& graph, const std::string& label, uint64_t seed) {
+  return safe_name(graph + "." + label + ".s" + std::to_string(seed));
+}
+
+int64_t samples_to_within(const std::vector<place::CurvePoint>& curve, double frac) {
+  if (curve.empty()) return -1;
+  const double final_best = curve.back().best_step_s;
+  for (const auto& p : curve)
+    if (p.best_step_s <= final_best * (1 + frac)) return p.samples;
+  return curve.back().samples;
+}
+
+Record record_from_json(const nlohmann::json& j, const std::string& source) {
+  try {
+    Record r;
+    r.graph = j.at("graph").get<std::string>();
+    r.cluster = j.at("cluster").get<std::string>();
+    r.method = j.at("method").get<std::string>();
+    r.seed = j.at("seed").get<uint64_t>();
+    r.ops = j.at("ops").get<int32_t>();
+    r.validity = validity_from_name(j.at("validity").get<std::string>(), source);
+    r.step_time_s = j.at("step_time_s").is_null() ? std::numeric_limits<double>::infinity()
+                                                  : j.at("step_time_s").get<double>();
+    r.lower_bound_s = j.at("lower_bound_s").get<double>();
+    r.reason = j.at("reason").get<std::string>();
+    r.samples = j.at("samples").get<int64_t>();
+    r.wall_s = j.at("wall_s").get<double>();
+    r.peak_memory_bytes = j.at("peak_memory_bytes").get<std::vector<int64_t>>();
+    r.options = j.at("options");
+    r.note = j.at("note").get<std::string>();
+    for (const auto& p : j.at("curve"))
+      r.curve.push_back({p.at(0).get<int64_t>(), p.at(1).get<double>(), p.at(2).get<double>()});
+    return r;
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(source + ": a cell record: " + e.what());
+  }
+}
+
+SuiteRunSummary run_suite(const SuiteRunSpec& spec, const std::string& dir, const SuiteRunUi& ui) {
+  // The run's identity first: a directory holds one run.
+  const nlohmann::ordered_json run_json = spec.to_json();
+  const fs::path root(dir);
+  const fs::path run_path = root / "run.json";
+  std::error_code ec;
+  if (fs::exists(run_path)) {
+    const nlohmann::json old = nlohmann::json::parse(read_text_file(run_path.string()));
+    const std::string diff = first_difference(nlohmann::json(run_json), old);
+    if (!diff.empty())
+      throw UsageError(dir + " holds another run (run.json differs in " + diff +
+                       "); give another --out or the same arguments");
+  } else {
+    fs::create_directories(root / "cells", ec);
+    if (ec) throw InputError(dir + ": cannot create the directory: " + ec.message());
+    write_text_file_atomic(run_path.string(), run_json.dump(2) + "\n");
+  }
+  fs::create_directories(root / "cells", ec);
+  fs::create_directories(root / "traces", ec);
+
+  CostModel cost =
+      spec.profile_path.empty() ? CostModel() : CostModel::from_json_file(spec.profile_path);
+  std::vector<datasets::SuiteEntry> entries = datasets::load_suite(spec.suite_path);
+
+  Spec es;
+  es.methods = spec.methods;
+  es.seeds = spec.seeds;
+  es.budget = spec.budget;
+  es.keep_placements = true;
+  auto cell_path = [&](const std::string& g, const std::string& l, uint64_t s) {
+    return root / "cells" / (cell_stem(g, l, s) + ".json");
+  };
+  SuiteRunSummary sum;
+  es.skip = [&](const std::string& g, const std::string& l, uint64_t s) {
+    ++sum.cells;
+    const bool done = fs::exists(cell_path(g, l, s));
+    if (done) ++sum.skipped;
+    return done;
+  };
+  std::mutex progress_mutex;
+  if (ui.progress)
+    es.progress = [&](const std::string& g, const std::string& l, uint64_t s,
+                      const place::Progress& p) {
+      std::lock_guard<std::mutex> lock(progress_mutex);
+      ui.progress(g, l, s, p);
+    };
+  int64_t written = 0;
+  // Each cell's file is written as the cell ends (serialized by the evaluator).
+  evaluate(entries, es, cost, place::registry(), [&](const Record& r, size_t done, size_t total) {
+    nlohmann::ordered_json cj;
+    cj["format"] = "gdp-suite-cell";
+    cj["version"] = kCellVersion;
+    cj["record"] = record_json(r);
+    cj["placement"] = r.placement.device;
+    write_text_file_atomic(cell_path(r.graph, r.method, r.seed).string(), cj.dump() + "\n");
+    ++sum.ran;
+    if (ui.cell_done) ui.cell_done(done, total, r);
+    if (ui.stop_after > 0 && ++written >= ui.stop_after) std::_Exit(137);
+  });
+
+  // Outputs from every cell file, in grid order.
+  std::vector<Record> records;
+  std::vector<std::vector<int32_t>> placements;
+  for (const auto& e : entries)
+    for (const MethodSpec& m : spec.methods)
+      for (uint64_t s : spec.seeds) {
+        const std::string label = m.label.empty() ? m.name : m.label;
+        const fs::path p = cell_path(e.name, label, s);
+        if (!fs::exists(p)) continue;  // a cell that failed to write: reported as missing
+        StrictJson sj(p.string());
+        const nlohmann::json cj = sj.parse(read_text_file(p.string()));
+        sj.check_header(cj, "gdp-suite-cell", kCellVersion);
+        records.push_back(record_from_json(cj.at("record"), p.string()));
+        placements.push_back(cj.at("placement").get<std::vector<int32_t>>());
+      }
+  nlohmann::ordered_json rj;
+  rj["format"] = "gdp-suite-results";
+  rj["version"] = 1;
+  rj["run"] = run_json;
+  nlohmann::ordered_json recs = nlohmann::ordered_json::array();
+  for (const Record& r : records) recs.push_back(record_json(r));
+  rj["records"] = std::move(recs);
+  write_text_file_atomic((root / "results.json").string(), rj.dump(1) + "\n");
+  write_text_file_atomic((root / "results.csv").string(), results_csv(records));
+  write_text_file_atomic((root / "report.md").string(), report_md(spec, records));
+
+  // A trace of each graph's best valid placement (the Gantt chart's input).
+  for (const auto& e : entries) {
+    int best = -1;
+    for (size_t k = 0; k < records.size(); ++k)
+      if (records[k].graph == e.name && records[k].valid() &&
+          static_cast<int32_t>(placements[k].size()) == e.graph.num_ops() &&
+          (best < 0 || records[k].step_time_s < records[best].step_time_s))
+        best = static_cast<int>(k);
+    if (best < 0) continue;
+    SimOptions so;
+    so.record_trace = true;
+    Simulator sim(e.graph, e.cluster, cost, so);
+    const SimResult res = sim.run(Placement{placements[best]});
+    write_text_file_atomic((root / "traces" / (safe_name(e.name) + ".json")).string(),
+                           trace_to_chrome_json(res, e.cluster));
+  }
+  return sum;
+}
+
+}  // namespace gdp::eval
