@@ -54,12 +54,21 @@ SuiteSpec parse_suite_json(const std::string& text, const std::string& source_na
   StrictJson sj(source_name);
   nlohmann::json root = sj.parse(text);
   if (!root.is_object()) sj.fail("", "expected a JSON object (a gdp-suite)");
-  sj.check_keys(root, "", {"format", "version", "name", "entries"}, {"description"});
+  sj.check_keys(root, "", {"format", "version", "name", "entries"},
+                {"description", "method_options"});
   sj.check_header(root, "gdp-suite", kSuiteFormatVersion);
   SuiteSpec s;
   s.name = sj.string(root, "name", "");
   if (s.name.empty()) sj.fail("name", "expected a non-empty suite name");
   if (root.contains("description")) s.description = sj.string(root, "description", "");
+  if (root.contains("method_options")) {
+    const nlohmann::json& mo = sj.object(root, "method_options", "");
+    for (auto it = mo.begin(); it != mo.end(); ++it)
+      if (!it.value().is_object())
+        sj.fail(json_path("method_options", it.key().c_str()),
+                "expected an object of method options");
+    s.method_options = mo;
+  }
   const nlohmann::json& es = sj.array(root, "entries", "");
   if (es.empty()) sj.fail("entries", "expected at least one entry");
   std::set<std::string> names;

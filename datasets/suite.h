@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,9 @@ struct SuiteEntrySpec {
 struct SuiteSpec {
   std::string name;
   std::string description;
+  // Placement-method options by method column label ("method_options": {"anneal": {...}}),
+  // for batch runs (`gdp suite run`); checked by the methods when they are prepared.
+  nlohmann::json method_options = nlohmann::json::object();
   std::vector<SuiteEntrySpec> entries;
 };
 

@@ -253,7 +253,22 @@ Record record_from_json(const nlohmann::json& j, const std::string& source) {
   }
 }
 
-SuiteRunSummary run_suite(const SuiteRunSpec& spec, const std::string& dir, const SuiteRunUi& ui) {
+SuiteRunSummary run_suite(const SuiteRunSpec& spec_in, const std::string& dir,
+                          const SuiteRunUi& ui) {
+  // Options a column does not get from the command line come from the suite's
+  // "method_options" (by label), so the run's identity (run.json) holds what ran.
+  SuiteRunSpec spec = spec_in;
+  const nlohmann::json suite_options = datasets::read_suite_spec(spec.suite_path).method_options;
+  for (MethodSpec& m : spec.methods) {
+    const std::string label = m.label.empty() ? m.name : m.label;
+    if (m.options.is_null() && suite_options.contains(label)) {
+      m.options = suite_options.at(label);
+      m.options_source = spec.suite_path + ": method_options." + label;
+    }
+  }
+  // Every method and its options checked before the directory is touched.
+  for (const MethodSpec& m : spec.methods)
+    place::prepare(place::registry(), m.name, m.options, m.options_source);
   // The run's identity first: a directory holds one run.
   const nlohmann::ordered_json run_json = spec.to_json();
   const fs::path root(dir);

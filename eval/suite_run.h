@@ -45,7 +45,8 @@ struct SuiteRunSummary {
 };
 
 // Creates DIR (or continues it: its run.json must equal spec's, else UsageError naming the
-// first difference), runs the missing cells, then rebuilds the outputs.
+// first difference), runs the missing cells, then rebuilds the outputs. A column without
+// options takes the suite's "method_options" for its label.
 SuiteRunSummary run_suite(const SuiteRunSpec& spec, const std::string& dir,
                           const SuiteRunUi& ui = {});
 

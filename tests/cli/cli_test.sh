@@ -171,6 +171,14 @@ H
     expect_rc 2 "unknown method 'nosuch'" -- "$gdp" suite run "$s" --methods human,nosuch --out "$tmp/none"
     [ ! -e "$tmp/none" ] || fail "an unknown method left a directory behind"
     expect_rc 2 "expected samples=N or seconds=S" -- "$gdp" suite run "$s" --methods human --budget samples=x --out "$tmp/none"
+    # Per-method options from the suite ("method_options"), checked before the directory is made.
+    sed 's/"name": "smoke",/"name": "smoke", "method_options": {"random": {"samples": 4}},/' "$s" > "$tmp/mo.json"
+    expect_rc 0 "" -- "$gdp" suite run "$tmp/mo.json" --methods random --out "$tmp/mo" --quiet
+    tr -d ' \n' < "$tmp/mo/run.json" | grep -q '"options":{"samples":4}' || fail "run.json lacks the suite's method options"
+    grep -q "^gnmt_small,v100x2-nvlink,random,1,true,valid,,[0-9.e-]*,[0-9.e-]*,[0-9.e-]*,4," "$tmp/mo/results.csv" || fail "random did not take the suite's 4 samples"
+    sed 's/"name": "smoke",/"name": "smoke", "method_options": {"random": {"sampels": 4}},/' "$s" > "$tmp/bad.json"
+    expect_rc 1 "options.sampels" -- "$gdp" suite run "$tmp/bad.json" --methods random --out "$tmp/bad" --quiet
+    [ ! -e "$tmp/bad" ] || fail "bad suite options left a directory behind"
     # suite compare: identical runs, then a known difference (3x the samples: anneal improves).
     expect_rc 0 "identical" -- "$gdp" suite compare "$tmp/full" "$tmp/cut"
     "$gdp" suite run "$s" --methods human,random,anneal --seeds 2 --budget samples=90 --quiet --out "$tmp/more" > /dev/null || fail "suite run (more) failed"
