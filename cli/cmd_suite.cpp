@@ -143,7 +143,14 @@ int suite_run(int argc, char** argv) {
         "  --budget B    per cell: samples=N, seconds=S, or both (samples=N,seconds=S)\n"
         "  --jobs J      cells at a time (default: the machine's cores)\n"
         "  --profile F   device profile JSON for the cost model\n"
-        "  --quiet       no progress output\n");
+        "  --quiet       no progress output\n\n"
+        "Under `mpirun -np N gdp suite run ...` rank 0 owns DIR and hands cells to the other\n"
+        "N-1 ranks one at a time (docs/runner.md). This build: MPI %s.\n",
+#ifdef GDP_HAVE_MPI
+        "on");
+#else
+        "off");
+#endif
     return 0;
   }
   if (a.positional().size() != 1)
@@ -161,14 +168,22 @@ int suite_run(int argc, char** argv) {
 
   eval::SuiteRunUi ui;
   ui.stop_after = a.integer("--stop-after", 0, 0, INT64_MAX);
+  // Under mpirun: rank 0 writes and reports, the other ranks run cells (docs/runner.md).
+  const eval::MpiWorld mpi = eval::mpi_begin();
+  struct MpiEnd {
+    ~MpiEnd() { eval::mpi_end(); }
+  } mpi_end_guard;
   ProgressLine line(isatty(2));
-  if (!a.has("--quiet")) {
+  if (!a.has("--quiet") && mpi.rank == 0) {
     ui.cell_done = [&](size_t n, size_t total, const eval::Record& r) { line.done(n, total, r); };
     ui.progress = [&](const std::string& g, const std::string& l, uint64_t s,
                       const place::Progress& p) { line.running(eval::cell_stem(g, l, s), p); };
   }
   const eval::SuiteRunSummary sum = eval::run_suite(spec, dir, ui);
   line.finish();
+  if (mpi.rank != 0) return 0;
+  if (mpi.size > 1)
+    std::printf("MPI: %d ranks (1 coordinator, %d running cells)\n", mpi.size, mpi.size - 1);
   std::printf(
       "%zu cells: %zu run now, %zu finished earlier; results in %s/ (results.json, "
       "results.csv, report.md, traces/)\n",

@@ -56,6 +56,52 @@ void simulate_into(const place::Problem& problem, const Placement& p, Record& r)
   for (const DeviceStats& d : s.devices) r.peak_memory_bytes.push_back(d.peak_memory_bytes);
 }
 
+Record evaluate_cell(const datasets::SuiteEntry& e, const place::Problem& problem,
+                     const place::PreparedMethod* method, const std::string& label, uint64_t seed,
+                     const place::Budget& budget, double lower_bound_s, bool keep_placement,
+                     const place::ProgressFn& progress) {
+  Record r;
+  r.graph = e.name;
+  r.cluster = e.cluster_name;
+  r.method = label;
+  r.seed = seed;
+  r.ops = e.graph.num_ops();
+  r.lower_bound_s = lower_bound_s;
+  Placement p;
+  bool placed = false;
+  try {
+    if (!method) {
+      p = e.placements.at(label.substr(4));
+    } else {
+      r.options = method->options.json();
+      place::PlaceResult res = place::place(*method, problem, budget, seed, progress);
+      p = std::move(res.placement);
+      r.options = std::move(res.report.options);
+      r.samples = res.report.samples;
+      r.wall_s = res.report.wall_s;
+      r.note = std::move(res.report.note);
+      r.curve = std::move(res.report.curve);
+    }
+    placed = true;
+    simulate_into(problem, p, r);
+  } catch (const std::exception& ex) {
+    if (!placed) {
+      r.validity = Validity::method_failed;
+      r.reason = ex.what();
+    } else {  // the simulator failed on a placement of the right shape: a bug, say so
+      r.validity = Validity::malformed_placement;
+      r.reason = std::string("simulation failed: ") + ex.what();
+    }
+    r.step_time_s = std::numeric_limits<double>::infinity();
+  } catch (...) {
+    r.validity = placed ? Validity::malformed_placement : Validity::method_failed;
+    r.reason = "unknown exception";
+    r.step_time_s = std::numeric_limits<double>::infinity();
+  }
+  if (keep_placement) r.placement = std::move(p);
+  return r;
+}
+
 namespace {
 
 struct Cell {
@@ -113,51 +159,15 @@ std::vector<Record> evaluate(const std::vector<datasets::SuiteEntry>& entries, c
     const Cell& cell = cells[c];
     const datasets::SuiteEntry& e = entries[cell.entry];
     const place::Problem& problem = *problems[cell.entry];
-    Record& r = out[c];
-    r.graph = e.name;
-    r.cluster = e.cluster_name;
-    r.method = cell.label;
-    r.seed = cell.seed;
-    r.ops = e.graph.num_ops();
-    r.lower_bound_s = bound[cell.entry];
-    Placement p;
-    bool placed = false;
-    try {
-      if (cell.method < 0) {
-        p = e.placements.at(cell.label.substr(4));
-      } else {
-        r.options = methods[cell.method].options.json();
-        place::ProgressFn progress;
-        if (spec.progress)
-          progress = [&](const place::Progress& pr) {
-            spec.progress(e.name, cell.label, cell.seed, pr);
-          };
-        place::PlaceResult res =
-            place::place(methods[cell.method], problem, spec.budget, cell.seed, progress);
-        p = std::move(res.placement);
-        r.options = std::move(res.report.options);
-        r.samples = res.report.samples;
-        r.wall_s = res.report.wall_s;
-        r.note = std::move(res.report.note);
-        r.curve = std::move(res.report.curve);
-      }
-      placed = true;
-      simulate_into(problem, p, r);
-    } catch (const std::exception& ex) {
-      if (!placed) {
-        r.validity = Validity::method_failed;
-        r.reason = ex.what();
-      } else {  // the simulator failed on a placement of the right shape: a bug, say so
-        r.validity = Validity::malformed_placement;
-        r.reason = std::string("simulation failed: ") + ex.what();
-      }
-      r.step_time_s = std::numeric_limits<double>::infinity();
-    } catch (...) {
-      r.validity = placed ? Validity::malformed_placement : Validity::method_failed;
-      r.reason = "unknown exception";
-      r.step_time_s = std::numeric_limits<double>::infinity();
-    }
-    if (spec.keep_placements) r.placement = std::move(p);
+    place::ProgressFn progress;
+    if (spec.progress)
+      progress = [&](const place::Progress& pr) {
+        spec.progress(e.name, cell.label, cell.seed, pr);
+      };
+    out[c] =
+        evaluate_cell(e, problem, cell.method < 0 ? nullptr : &methods[cell.method], cell.label,
+                      cell.seed, spec.budget, bound[cell.entry], spec.keep_placements, progress);
+    const Record& r = out[c];
 #pragma omp critical(gdp_eval_done)
     {
       ++done;

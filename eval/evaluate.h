@@ -90,6 +90,14 @@ std::vector<Record> evaluate(const std::vector<datasets::SuiteEntry>& entries, c
                              const place::Registry& registry = place::registry(),
                              const CellDoneFn& on_done = {});
 
+// One cell: `method` (prepared; nullptr: the entry's reference placement named by `label`,
+// "ref:<name>") placed on entry e and simulated. No exception leaves it (method_failed).
+// evaluate() runs its cells through this; the batch runner's MPI workers call it directly.
+Record evaluate_cell(const datasets::SuiteEntry& e, const place::Problem& problem,
+                     const place::PreparedMethod* method, const std::string& label, uint64_t seed,
+                     const place::Budget& budget, double lower_bound_s, bool keep_placement,
+                     const place::ProgressFn& progress = {});
+
 // Simulates one placement fully and fills the simulated fields of a record.
 void simulate_into(const place::Problem& problem, const Placement& p, Record& r);
 

@@ -14,7 +14,13 @@
 #include "core/error.h"
 #include "core/io.h"
 #include "core/json_strict.h"
+#include "sim/lower_bound.h"
 #include "sim/simulator.h"
+
+#ifdef GDP_HAVE_MPI
+#include <mpi.h>
+#include <omp.h>
+#endif
 
 namespace gdp::eval {
 
@@ -196,6 +202,99 @@ std::string first_difference(const nlohmann::json& a, const nlohmann::json& b) {
   return "";
 }
 
+// A finished cell's file content.
+std::string cell_text(const Record& r) {
+  nlohmann::ordered_json cj;
+  cj["format"] = "gdp-suite-cell";
+  cj["version"] = kCellVersion;
+  cj["record"] = record_json(r);
+  cj["placement"] = r.placement.device;
+  return cj.dump() + "\n";
+}
+
+int mpi_rank() {
+#ifdef GDP_HAVE_MPI
+  int init = 0;
+  MPI_Initialized(&init);
+  if (init) {
+    int r = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    return r;
+  }
+#endif
+  return 0;
+}
+
+int mpi_size() {
+#ifdef GDP_HAVE_MPI
+  int init = 0;
+  MPI_Initialized(&init);
+  if (init) {
+    int n = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    return n;
+  }
+#endif
+  return 1;
+}
+
+#ifdef GDP_HAVE_MPI
+constexpr int kTagResult = 1, kTagCell = 2;
+
+// Ranks >= 1: ask rank 0 for a cell (by grid index), run it on one thread, send its file text
+// back with the next request; until rank 0 answers -1.
+void mpi_worker(const std::vector<datasets::SuiteEntry>& entries, const SuiteRunSpec& spec,
+                const CostModel& cost) {
+  omp_set_num_threads(1);  // as the evaluator's cells: one thread each, the same results
+  std::vector<place::PreparedMethod> methods;
+  for (const MethodSpec& m : spec.methods)
+    methods.push_back(place::prepare(place::registry(), m.name, m.options, m.options_source));
+  std::map<size_t, std::unique_ptr<place::Problem>> problems;
+  std::map<size_t, double> bounds;
+  const size_t M = spec.methods.size(), S = spec.seeds.size();
+  std::string result;  // empty: the first request
+  while (true) {
+    MPI_Send(result.data(), static_cast<int>(result.size()), MPI_CHAR, 0, kTagResult,
+             MPI_COMM_WORLD);
+    int64_t index = -1;
+    MPI_Recv(&index, 1, MPI_INT64_T, 0, kTagCell, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (index < 0) return;
+    const size_t e = static_cast<size_t>(index) / (M * S), k = index / S % M, s = index % S;
+    if (!problems.count(e)) {
+      problems[e] = std::make_unique<place::Problem>(entries[e].graph, entries[e].cluster, cost);
+      bounds[e] = step_time_lower_bound(problems[e]->simulator()).bound_s;
+    }
+    const MethodSpec& m = spec.methods[k];
+    result = cell_text(evaluate_cell(entries[e], *problems[e], &methods[k],
+                                     m.label.empty() ? m.name : m.label, spec.seeds[s], spec.budget,
+                                     bounds[e], true));
+  }
+}
+
+// Rank 0: a dynamic work queue over the ranks; every result is written as it arrives.
+void mpi_coordinator(const std::vector<size_t>& todo, int ranks,
+                     const std::function<void(const std::string&)>& on_result) {
+  size_t next = 0;
+  int active = ranks - 1;
+  while (active > 0) {
+    MPI_Status st;
+    MPI_Probe(MPI_ANY_SOURCE, kTagResult, MPI_COMM_WORLD, &st);
+    int count = 0;
+    MPI_Get_count(&st, MPI_CHAR, &count);
+    std::string text(static_cast<size_t>(count), '\0');
+    MPI_Recv(text.data(), count, MPI_CHAR, st.MPI_SOURCE, kTagResult, MPI_COMM_WORLD,
+             MPI_STATUS_IGNORE);
+    if (!text.empty()) on_result(text);
+    int64_t index = -1;
+    if (next < todo.size())
+      index = static_cast<int64_t>(todo[next++]);
+    else
+      --active;
+    MPI_Send(&index, 1, MPI_INT64_T, st.MPI_SOURCE, kTagCell, MPI_COMM_WORLD);
+  }
+}
+#endif
+
 }  // namespace
 
 nlohmann::ordered_json SuiteRunSpec::to_json() const {
@@ -213,6 +312,28 @@ nlohmann::ordered_json SuiteRunSpec::to_json() const {
   j["seeds"] = seeds;
   j["budget"] = {{"samples", budget.samples}, {"seconds", budget.seconds}};
   return j;
+}
+
+MpiWorld mpi_begin() {
+  MpiWorld w;
+#ifdef GDP_HAVE_MPI
+  if (std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE")) {
+    int provided = 0;
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    w.rank = mpi_rank();
+    w.size = mpi_size();
+  }
+#endif
+  return w;
+}
+
+void mpi_end() {
+#ifdef GDP_HAVE_MPI
+  int init = 0, fin = 0;
+  MPI_Initialized(&init);
+  MPI_Finalized(&fin);
+  if (init && !fin) MPI_Finalize();
+#endif
 }
 
 std::string cell_stem(const std::string& graph, const std::string& label, uint64_t seed) {
@@ -269,28 +390,53 @@ SuiteRunSummary run_suite(const SuiteRunSpec& spec_in, const std::string& dir,
   // Every method and its options checked before the directory is touched.
   for (const MethodSpec& m : spec.methods)
     place::prepare(place::registry(), m.name, m.options, m.options_source);
-  // The run's identity first: a directory holds one run.
+  // The run's identity first: a directory holds one run. Under MPI only rank 0 touches the
+  // directory; the other ranks learn whether it could (and stop with it when not).
+  const int rank = mpi_rank(), ranks = mpi_size();
   const nlohmann::ordered_json run_json = spec.to_json();
   const fs::path root(dir);
   const fs::path run_path = root / "run.json";
   std::error_code ec;
-  if (fs::exists(run_path)) {
-    const nlohmann::json old = nlohmann::json::parse(read_text_file(run_path.string()));
-    const std::string diff = first_difference(nlohmann::json(run_json), old);
-    if (!diff.empty())
-      throw UsageError(dir + " holds another run (run.json differs in " + diff +
-                       "); give another --out or the same arguments");
-  } else {
-    fs::create_directories(root / "cells", ec);
-    if (ec) throw InputError(dir + ": cannot create the directory: " + ec.message());
-    write_text_file_atomic(run_path.string(), run_json.dump(2) + "\n");
+  std::string setup_error;
+  if (rank == 0) {
+    try {
+      if (fs::exists(run_path)) {
+        const nlohmann::json old = nlohmann::json::parse(read_text_file(run_path.string()));
+        const std::string diff = first_difference(nlohmann::json(run_json), old);
+        if (!diff.empty())
+          throw UsageError(dir + " holds another run (run.json differs in " + diff +
+                           "); give another --out or the same arguments");
+      } else {
+        fs::create_directories(root / "cells", ec);
+        if (ec) throw InputError(dir + ": cannot create the directory: " + ec.message());
+        write_text_file_atomic(run_path.string(), run_json.dump(2) + "\n");
+      }
+      fs::create_directories(root / "cells", ec);
+      fs::create_directories(root / "traces", ec);
+    } catch (const std::exception& e) {
+      setup_error = e.what();
+      if (ranks == 1) throw;
+    }
   }
-  fs::create_directories(root / "cells", ec);
-  fs::create_directories(root / "traces", ec);
+#ifdef GDP_HAVE_MPI
+  if (ranks > 1) {
+    int ok = setup_error.empty() ? 1 : 0;
+    MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (!ok)
+      throw UsageError(rank == 0 ? setup_error
+                                 : "rank 0 could not set up " + dir + " (see its message)");
+  }
+#endif
 
   CostModel cost =
       spec.profile_path.empty() ? CostModel() : CostModel::from_json_file(spec.profile_path);
   std::vector<datasets::SuiteEntry> entries = datasets::load_suite(spec.suite_path);
+#ifdef GDP_HAVE_MPI
+  if (ranks > 1 && rank > 0) {
+    mpi_worker(entries, spec, cost);
+    return SuiteRunSummary{};
+  }
+#endif
 
   Spec es;
   es.methods = spec.methods;
@@ -315,18 +461,45 @@ SuiteRunSummary run_suite(const SuiteRunSpec& spec_in, const std::string& dir,
       ui.progress(g, l, s, p);
     };
   int64_t written = 0;
-  // Each cell's file is written as the cell ends (serialized by the evaluator).
-  evaluate(entries, es, cost, place::registry(), [&](const Record& r, size_t done, size_t total) {
-    nlohmann::ordered_json cj;
-    cj["format"] = "gdp-suite-cell";
-    cj["version"] = kCellVersion;
-    cj["record"] = record_json(r);
-    cj["placement"] = r.placement.device;
-    write_text_file_atomic(cell_path(r.graph, r.method, r.seed).string(), cj.dump() + "\n");
+  std::vector<std::string> write_errors;
+  // Each cell's file is written as the cell ends (serialized by the caller).
+  auto finished = [&](const Record& r, const std::string& text, size_t done, size_t total) {
+    try {
+      write_text_file_atomic(cell_path(r.graph, r.method, r.seed).string(), text);
+    } catch (const std::exception& e) {
+      write_errors.push_back(e.what());
+      return;
+    }
     ++sum.ran;
     if (ui.cell_done) ui.cell_done(done, total, r);
     if (ui.stop_after > 0 && ++written >= ui.stop_after) std::_Exit(137);
-  });
+  };
+  if (ranks == 1) {
+    evaluate(entries, es, cost, place::registry(), [&](const Record& r, size_t done, size_t total) {
+      finished(r, cell_text(r), done, total);
+    });
+  } else {
+#ifdef GDP_HAVE_MPI
+    // The grid in the evaluator's order (entries, methods, seeds); rank 0 hands out the
+    // unfinished cells one at a time to whichever rank asks.
+    std::vector<size_t> todo;
+    size_t index = 0;
+    for (const auto& e : entries)
+      for (const MethodSpec& m : spec.methods)
+        for (uint64_t sd : spec.seeds) {
+          if (!es.skip(e.name, m.label.empty() ? m.name : m.label, sd)) todo.push_back(index);
+          ++index;
+        }
+    size_t done = 0;
+    mpi_coordinator(todo, ranks, [&](const std::string& text) {
+      const nlohmann::json cj = nlohmann::json::parse(text);
+      finished(record_from_json(cj.at("record"), "a worker's cell"), text, ++done, todo.size());
+    });
+#endif
+  }
+  if (!write_errors.empty())
+    throw InputError(dir + ": " + std::to_string(write_errors.size()) +
+                     " cell file(s) could not be written; the first: " + write_errors.front());
 
   // Outputs from every cell file, in grid order.
   std::vector<Record> records;

@@ -141,6 +141,25 @@ H
     expect_rc 0 '"validity": "out_of_memory"' -- "$gdp" place --method single --graph "$tmp/heavy.json" --cluster v100x2-nvlink --profile "$(dirname "$0")/../../sim/profiles/default.json" --json
     expect_rc 0 'INVALID (out_of_memory)' -- "$gdp" place --method single --graph "$tmp/heavy.json" --cluster v100x2-nvlink
     expect_rc 0 '"validity": "valid"' -- "$gdp" place --method round-robin --graph "$tmp/heavy.json" --cluster v100x2-nvlink --json ;;
+  suite-mpi)
+    # Two and three ranks (a coordinator and workers) give the results of one process, and a
+    # run stopped after 4 cells resumes under MPI. Skipped (77) without MPI in the build or
+    # without mpirun.
+    "$gdp" suite run --help | grep -q "This build: MPI on" || { echo "SKIP: built without MPI"; exit 77; }
+    command -v mpirun > /dev/null || { echo "SKIP: no mpirun"; exit 77; }
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+    s="$(dirname "$0")/../../datasets/suites/smoke.json"
+    args=(--methods human,random,anneal --seeds 2 --budget samples=30 --quiet)
+    expect_rc 0 "72 cells" -- "$gdp" suite run "$s" "${args[@]}" --out "$tmp/one"
+    expect_rc 0 "MPI: 2 ranks" -- mpirun -np 2 --oversubscribe "$gdp" suite run "$s" "${args[@]}" --out "$tmp/two"
+    expect_rc 0 "MPI: 3 ranks" -- mpirun -np 3 --oversubscribe "$gdp" suite run "$s" "${args[@]}" --out "$tmp/three"
+    mpirun -np 2 --oversubscribe "$gdp" suite run "$s" "${args[@]}" --out "$tmp/cut" --stop-after 4 > /dev/null 2>&1
+    [ "$(ls "$tmp/cut/cells" | wc -l)" -eq 4 ] || fail "expected 4 cells after the MPI stop"
+    expect_rc 0 "68 run now, 4 finished earlier" -- mpirun -np 2 --oversubscribe "$gdp" suite run "$s" "${args[@]}" --out "$tmp/cut"
+    for d in two three cut; do
+      diff <(cut -d, -f1-11,13- "$tmp/one/results.csv") <(cut -d, -f1-11,13- "$tmp/$d/results.csv") \
+        || fail "the MPI run ($d) differs from one process"
+    done ;;
   suite)
     s="$(dirname "$0")/../../datasets/suites/smoke.json"
     run() { "$gdp" suite run "$s" --methods human,random,anneal --seeds 2 --budget samples=30 --quiet "$@"; }
