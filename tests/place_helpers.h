@@ -8,11 +8,13 @@
 #include "core/cluster.h"
 #include "core/graph.h"
 #include "core/placement.h"
+#include "core/rng.h"
 #include "datasets/registry.h"
 #include "place/human.h"
 #include "place/registry.h"
 #include "sim/cost_model.h"
 #include "sim/sim_fixtures.h"
+#include "sim/simulator.h"
 
 namespace gdp::test {
 
@@ -72,6 +74,54 @@ inline bool groups_together(const Graph& g, const Placement& p) {
     if (!inserted && it->second != p.device[i]) return false;
   }
   return true;
+}
+
+// n ops with measured times in [0.05, 0.5] s, forward edges with probability 0.35 (plus a
+// chain edge so that the graph is connected), bytes 1 KiB, 64 MiB or 256 MiB (up to 1/4 s at
+// full_mesh's 2^30 B/s), and on odd seeds a colocation group of two ops: the tiny graphs the
+// baselines are held against the exhaustive optimum on.
+inline Graph tiny_graph(uint64_t seed, int32_t n) {
+  Rng rng(seed);
+  Graph g;
+  g.name = "tiny" + std::to_string(seed);
+  for (int32_t i = 0; i < n; ++i) {
+    Op op = timed_op("op" + std::to_string(i), 0.05 + 0.45 * rng.uniform(), 1 << 20);
+    op.id = i;
+    g.add_op(op);
+  }
+  const int64_t sizes[] = {1 << 10, int64_t{64} << 20, int64_t{256} << 20};
+  for (int32_t j = 1; j < n; ++j) {
+    bool any = false;
+    for (int32_t i = 0; i < j; ++i)
+      if (rng.uniform() < 0.35) {
+        g.add_edge(i, 0, j, sizes[rng.below(3)]);
+        any = true;
+      }
+    if (!any) g.add_edge(j - 1, 0, j, sizes[rng.below(3)]);
+  }
+  if (seed % 2 == 1) {
+    g.mutable_ops()[1].colocation = "grp";
+    g.mutable_ops()[n - 1].colocation = "grp";
+  }
+  g.finalize();
+  return g;
+}
+
+// A method of `reg` on (g, c) with a sample budget (0: none), a seed and options.
+inline place::PlaceResult run_method(const place::Registry& reg, const std::string& method,
+                                     const Graph& g, const Cluster& c, int64_t samples = 0,
+                                     uint64_t seed = 1, const nlohmann::json& options = nullptr) {
+  CostModel cost;
+  place::Problem problem(g, c, cost);
+  place::Budget b;
+  b.samples = samples;
+  return place::place(place::prepare(reg, method, options), problem, b, seed);
+}
+
+// The full simulation of a placement with the default cost model.
+inline SimResult simulate(const Graph& g, const Cluster& c, const Placement& p) {
+  Simulator sim(g, c, CostModel());
+  return sim.run(p);
 }
 
 }  // namespace gdp::test

@@ -23,49 +23,10 @@ namespace {
 
 const std::vector<std::string> kBaselines = {"metis", "m-topo", "m-etf", "m-sct", "anneal"};
 
-// n ops with measured times in [0.05, 0.5] s, forward edges with probability 0.35 (plus a
-// chain edge so that the graph is connected), bytes 1 KiB, 64 MiB or 256 MiB (up to 1/4 s at
-// the mesh's 2^30 B/s), and on odd seeds a colocation group of two ops.
-Graph tiny_graph(uint64_t seed, int32_t n) {
-  Rng rng(seed);
-  Graph g;
-  g.name = "tiny" + std::to_string(seed);
-  for (int32_t i = 0; i < n; ++i) {
-    Op op = test::timed_op("op" + std::to_string(i), 0.05 + 0.45 * rng.uniform(), 1 << 20);
-    op.id = i;
-    g.add_op(op);
-  }
-  const int64_t sizes[] = {1 << 10, int64_t{64} << 20, int64_t{256} << 20};
-  for (int32_t j = 1; j < n; ++j) {
-    bool any = false;
-    for (int32_t i = 0; i < j; ++i)
-      if (rng.uniform() < 0.35) {
-        g.add_edge(i, 0, j, sizes[rng.below(3)]);
-        any = true;
-      }
-    if (!any) g.add_edge(j - 1, 0, j, sizes[rng.below(3)]);
-  }
-  if (seed % 2 == 1) {
-    g.mutable_ops()[1].colocation = "grp";
-    g.mutable_ops()[n - 1].colocation = "grp";
-  }
-  g.finalize();
-  return g;
-}
-
 place::PlaceResult run_method(const std::string& method, const Graph& g, const Cluster& c,
                               int64_t samples = 0, uint64_t seed = 1,
                               const nlohmann::json& options = nullptr) {
-  CostModel cost;
-  place::Problem problem(g, c, cost);
-  place::Budget b;
-  b.samples = samples;
-  return place::place(place::prepare(place::registry(), method, options), problem, b, seed);
-}
-
-SimResult simulate(const Graph& g, const Cluster& c, const Placement& p) {
-  Simulator sim(g, c, CostModel());
-  return sim.run(p);
+  return test::run_method(place::registry(), method, g, c, samples, seed, options);
 }
 
 // Hwang et al.'s C_max: the longest chain of communication delays (each edge at its transfer
@@ -91,11 +52,11 @@ TEST_CASE("place/baselines against the exhaustive optimum on tiny graphs", "[pla
   for (uint64_t seed = 1; seed <= 12; ++seed) {
     const int32_t n = 5 + static_cast<int32_t>(seed % 6);
     const int devices = seed % 3 == 0 ? 3 : 2;
-    const Graph g = tiny_graph(seed, n);
+    const Graph g = test::tiny_graph(seed, n);
     const Cluster c = test::full_mesh(devices);
     INFO("graph " << g.name << ", " << n << " ops on " << devices << " devices");
     const place::PlaceResult opt = run_method("exhaustive", g, c);
-    const SimResult so = simulate(g, c, opt.placement);
+    const SimResult so = test::simulate(g, c, opt.placement);
     REQUIRE(so.valid);
     CHECK(opt.report.best_step_s == so.step_time_s);
     ++cases;
@@ -103,7 +64,7 @@ TEST_CASE("place/baselines against the exhaustive optimum on tiny graphs", "[pla
       INFO("method " << m);
       const place::PlaceResult r = run_method(m, g, c, m == "anneal" ? 3000 : 0);
       CHECK(test::groups_together(g, r.placement));
-      const SimResult s = simulate(g, c, r.placement);
+      const SimResult s = test::simulate(g, c, r.placement);
       REQUIRE(s.valid);
       CHECK(s.step_time_s >= so.step_time_s * (1 - 1e-12));
       const double ratio = s.step_time_s / so.step_time_s;
@@ -142,7 +103,7 @@ TEST_CASE("place/baselines fit memory where a fit exists, and say why where none
   for (const std::string& m : kBaselines) {
     INFO("method " << m);
     const place::PlaceResult r = run_method(m, g, c, m == "anneal" ? 500 : 0);
-    const SimResult s = simulate(g, c, r.placement);
+    const SimResult s = test::simulate(g, c, r.placement);
     CHECK(s.valid);
   }
   // A single op larger than any device: no valid placement exists. Every method still returns
@@ -153,7 +114,7 @@ TEST_CASE("place/baselines fit memory where a fit exists, and say why where none
     INFO("method " << m);
     place::PlaceResult r;
     REQUIRE_NOTHROW(r = run_method(m, g, c, m == "anneal" ? 200 : 0));
-    const SimResult s = simulate(g, c, r.placement);
+    const SimResult s = test::simulate(g, c, r.placement);
     CHECK_FALSE(s.valid);
     CHECK_THAT(s.reason, Contains("out of memory"));
   }
@@ -174,7 +135,7 @@ TEST_CASE("place/baselines keep colocation groups of a real graph together, dete
     const place::PlaceResult b = run_method(m, g, c, samples, 7);
     CHECK(test::groups_together(g, a.placement));
     CHECK(a.placement.device == b.placement.device);
-    CHECK(simulate(g, c, a.placement).valid);
+    CHECK(test::simulate(g, c, a.placement).valid);
     CHECK_FALSE(a.report.note.empty());
     if (m == "anneal") CHECK(a.report.samples <= samples);
   }
@@ -233,10 +194,10 @@ TEST_CASE("place/anneal: starts from the best baseline, stays within the budget,
   double start = std::numeric_limits<double>::infinity();
   for (const char* m : {"single", "human", "metis", "m-topo", "m-etf", "m-sct"}) {
     const place::PlaceResult s = run_method(m, g, c);
-    start = std::min(start, simulate(g, c, s.placement).step_time_s);
+    start = std::min(start, test::simulate(g, c, s.placement).step_time_s);
   }
   CHECK(r.report.best_step_s <= start);
-  CHECK(simulate(g, c, r.placement).step_time_s == r.report.best_step_s);
+  CHECK(test::simulate(g, c, r.placement).step_time_s == r.report.best_step_s);
   // A random start and a named start; bad starts are refused before anything runs.
   CHECK(run_method("anneal", g, c, 100, 1, {{"init", "random"}}).report.samples <= 100);
   CHECK_THAT(run_method("anneal", g, c, 100, 1, {{"init", "m-etf"}}).report.note,

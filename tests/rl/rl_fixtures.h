@@ -5,6 +5,8 @@
 
 #include "core/cluster.h"
 #include "core/graph.h"
+#include "place/registry.h"
+#include "rl/register.h"
 #include "rl/trainer.h"
 #include "sim/sim_fixtures.h"
 
@@ -47,6 +49,17 @@ inline rl::TrainConfig tiny_config() {
   c.epochs = 2;
   c.lr = 0.01;
   return c;
+}
+
+// The built-in methods and rl's (gdp, hdp, placeto), built once.
+inline const place::Registry& rl_registry() {
+  static const place::Registry r = [] {
+    place::Registry x;
+    place::register_builtin_methods(x);
+    rl::register_methods(x);
+    return x;
+  }();
+  return r;
 }
 
 }  // namespace gdp::test

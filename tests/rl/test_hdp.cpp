@@ -8,8 +8,10 @@
 #include "core/rng.h"
 #include "nn/gradcheck.h"
 #include "place/registry.h"
+#include "place_helpers.h"
 #include "rl/hdp.h"
 #include "rl/register.h"
+#include "rl_fixtures.h"
 #include "sim/cost_model.h"
 #include "sim/sim_fixtures.h"
 #include "sim/simulator.h"
@@ -19,58 +21,12 @@ using Catch::Contains;
 
 namespace {
 
-// n ops with measured times in [0.05, 0.5] s, forward edges with probability 0.35 (plus a
-// chain edge), 1 KiB / 64 MiB / 256 MiB transfers; a colocation group on odd seeds.
-Graph hdp_graph(uint64_t seed, int32_t n) {
-  Rng rng(seed);
-  Graph g;
-  g.name = "hdp_tiny" + std::to_string(seed);
-  for (int32_t i = 0; i < n; ++i) {
-    Op op = test::timed_op("op" + std::to_string(i), 0.05 + 0.45 * rng.uniform(), 1 << 20);
-    op.id = i;
-    g.add_op(op);
-  }
-  const int64_t sizes[] = {1 << 10, int64_t{64} << 20, int64_t{256} << 20};
-  for (int32_t j = 1; j < n; ++j) {
-    bool any = false;
-    for (int32_t i = 0; i < j; ++i)
-      if (rng.uniform() < 0.35) {
-        g.add_edge(i, 0, j, sizes[rng.below(3)]);
-        any = true;
-      }
-    if (!any) g.add_edge(j - 1, 0, j, sizes[rng.below(3)]);
-  }
-  if (seed % 2 == 1) {
-    g.mutable_ops()[1].colocation = "grp";
-    g.mutable_ops()[n - 1].colocation = "grp";
-  }
-  g.finalize();
-  return g;
-}
-
-const place::Registry& reg() {
-  static const place::Registry r = [] {
-    place::Registry x;
-    place::register_builtin_methods(x);
-    rl::register_methods(x);
-    return x;
-  }();
-  return r;
-}
+const place::Registry& reg() { return test::rl_registry(); }
 
 place::PlaceResult run_method(const std::string& method, const Graph& g, const Cluster& c,
                               int64_t samples, uint64_t seed,
                               const nlohmann::json& options = nullptr) {
-  CostModel cost;
-  place::Problem problem(g, c, cost);
-  place::Budget b;
-  b.samples = samples;
-  return place::place(place::prepare(reg(), method, options), problem, b, seed);
-}
-
-SimResult simulate(const Graph& g, const Cluster& c, const Placement& p) {
-  Simulator sim(g, c, CostModel());
-  return sim.run(p);
+  return test::run_method(reg(), method, g, c, samples, seed, options);
 }
 
 }  // namespace
@@ -78,7 +34,7 @@ SimResult simulate(const Graph& g, const Cluster& c, const Placement& p) {
 TEST_CASE("rl/hdp finds the optimum of 8-op graphs within 2000 samples (lr 0.01)", "[rl][hdp]") {
   const Cluster c = test::full_mesh(2);
   for (uint64_t seed : {3u, 4u}) {
-    const Graph g = hdp_graph(seed, 8);
+    const Graph g = test::tiny_graph(seed, 8);
     INFO("graph " << g.name);
     const place::PlaceResult opt = run_method("exhaustive", g, c, 0, 1);
     // lr 0.01, not the reference's 0.1: at 0.1 the policy collapses onto its first samples
@@ -87,7 +43,7 @@ TEST_CASE("rl/hdp finds the optimum of 8-op graphs within 2000 samples (lr 0.01)
     const place::PlaceResult r =
         run_method("hdp", g, c, 2000, 7, {{"hidden_size", 16}, {"num_children", 4}, {"lr", 0.01}});
     CHECK(r.report.samples <= 2000);
-    const SimResult s = simulate(g, c, r.placement);
+    const SimResult s = test::simulate(g, c, r.placement);
     REQUIRE(s.valid);
     CHECK(s.step_time_s == Approx(opt.report.best_step_s).epsilon(1e-9));
     CHECK(r.report.best_step_s == s.step_time_s);
@@ -96,7 +52,7 @@ TEST_CASE("rl/hdp finds the optimum of 8-op graphs within 2000 samples (lr 0.01)
 }
 
 TEST_CASE("rl/hdp is deterministic per seed", "[rl][hdp]") {
-  const Graph g = hdp_graph(5, 8);
+  const Graph g = test::tiny_graph(5, 8);
   const Cluster c = test::full_mesh(3);
   const nlohmann::json o = {{"hidden_size", 8}, {"num_children", 3}};
   const place::PlaceResult a = run_method("hdp", g, c, 300, 11, o);
@@ -136,9 +92,9 @@ TEST_CASE("rl/hdp charges invalid placements the failing signal", "[rl][hdp]") {
   }
   g.finalize();
   const Cluster c = test::full_mesh(2, test::kLinkBw_Bps, test::kLinkLat_s, int64_t{4} << 30);
-  REQUIRE_FALSE(simulate(g, c, test::on_device(g, 0)).valid);
+  REQUIRE_FALSE(test::simulate(g, c, test::on_device(g, 0)).valid);
   const place::PlaceResult r = run_method("hdp", g, c, 200, 3, {{"hidden_size", 8}});
-  CHECK(simulate(g, c, r.placement).valid);
+  CHECK(test::simulate(g, c, r.placement).valid);
   CHECK(std::isfinite(r.report.best_step_s));
 }
 
@@ -160,7 +116,7 @@ TEST_CASE("rl/hdp options are strict", "[rl][hdp]") {
 }
 
 TEST_CASE("rl/hdp log-probability gradient matches finite differences", "[rl][hdp]") {
-  const Graph g = hdp_graph(3, 5);
+  const Graph g = test::tiny_graph(3, 5);
   rl::HdpConfig c;
   c.hidden_size = 4;
   c.grouping_hidden_size = 3;

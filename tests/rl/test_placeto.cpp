@@ -10,8 +10,10 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "place/registry.h"
+#include "place_helpers.h"
 #include "rl/placeto.h"
 #include "rl/register.h"
+#include "rl_fixtures.h"
 #include "sim/cost_model.h"
 #include "sim/sim_fixtures.h"
 #include "sim/simulator.h"
@@ -21,69 +23,12 @@ using Catch::Contains;
 
 namespace {
 
-// n ops with measured times in [0.05, 0.5] s, forward edges with probability 0.35 (plus a
-// chain edge), 1 KiB / 64 MiB / 256 MiB transfers; a colocation group on odd seeds.
-Graph placeto_graph(uint64_t seed, int32_t n) {
-  Rng rng(seed);
-  Graph g;
-  g.name = "placeto_tiny" + std::to_string(seed);
-  for (int32_t i = 0; i < n; ++i) {
-    Op op = test::timed_op("op" + std::to_string(i), 0.05 + 0.45 * rng.uniform(), 1 << 20);
-    op.id = i;
-    g.add_op(op);
-  }
-  const int64_t sizes[] = {1 << 10, int64_t{64} << 20, int64_t{256} << 20};
-  for (int32_t j = 1; j < n; ++j) {
-    bool any = false;
-    for (int32_t i = 0; i < j; ++i)
-      if (rng.uniform() < 0.35) {
-        g.add_edge(i, 0, j, sizes[rng.below(3)]);
-        any = true;
-      }
-    if (!any) g.add_edge(j - 1, 0, j, sizes[rng.below(3)]);
-  }
-  if (seed % 2 == 1) {
-    g.mutable_ops()[1].colocation = "grp";
-    g.mutable_ops()[n - 1].colocation = "grp";
-  }
-  g.finalize();
-  return g;
-}
-
-const place::Registry& reg() {
-  static const place::Registry r = [] {
-    place::Registry x;
-    place::register_builtin_methods(x);
-    rl::register_methods(x);
-    return x;
-  }();
-  return r;
-}
+const place::Registry& reg() { return test::rl_registry(); }
 
 place::PlaceResult run_method(const std::string& method, const Graph& g, const Cluster& c,
                               int64_t samples, uint64_t seed,
                               const nlohmann::json& options = nullptr) {
-  CostModel cost;
-  place::Problem problem(g, c, cost);
-  place::Budget b;
-  b.samples = samples;
-  return place::place(place::prepare(reg(), method, options), problem, b, seed);
-}
-
-SimResult simulate(const Graph& g, const Cluster& c, const Placement& p) {
-  Simulator sim(g, c, CostModel());
-  return sim.run(p);
-}
-
-bool groups_together(const Graph& g, const Placement& p) {
-  std::map<std::string, int32_t> dev;
-  for (int32_t i = 0; i < g.num_ops(); ++i) {
-    const std::string& c = g.op(i).colocation;
-    if (c.empty()) continue;
-    auto [it, fresh] = dev.emplace(c, p.device[i]);
-    if (!fresh && it->second != p.device[i]) return false;
-  }
-  return true;
+  return test::run_method(reg(), method, g, c, samples, seed, options);
 }
 
 // Scoped ops: "enc/l0/{a,b}", "enc/l1/{a,b}", "dec/l0/{a,b}" (2 ops each), 2 unscoped ops, a
@@ -113,14 +58,14 @@ Graph scoped_graph() {
 TEST_CASE("rl/placeto finds the optimum of 8-op graphs within a fixed budget", "[rl][placeto]") {
   const Cluster c = test::full_mesh(2);
   for (uint64_t seed : {3u, 4u}) {
-    const Graph g = placeto_graph(seed, 8);
+    const Graph g = test::tiny_graph(seed, 8);
     INFO("graph " << g.name);
     const place::PlaceResult opt = run_method("exhaustive", g, c, 0, 1);
     const place::PlaceResult r =
         run_method("placeto", g, c, 600, 1, {{"width", 16}, {"rounds", 4}});
     CHECK(r.report.samples <= 600);
-    CHECK(groups_together(g, r.placement));
-    const SimResult s = simulate(g, c, r.placement);
+    CHECK(test::groups_together(g, r.placement));
+    const SimResult s = test::simulate(g, c, r.placement);
     REQUIRE(s.valid);
     CHECK(s.step_time_s == r.report.best_step_s);
     CHECK(r.report.best_step_s == Approx(opt.report.best_step_s).epsilon(1e-9));
@@ -129,7 +74,7 @@ TEST_CASE("rl/placeto finds the optimum of 8-op graphs within a fixed budget", "
 }
 
 TEST_CASE("rl/placeto is deterministic per seed", "[rl][placeto]") {
-  const Graph g = placeto_graph(5, 8);
+  const Graph g = test::tiny_graph(5, 8);
   const Cluster c = test::full_mesh(3);
   const nlohmann::json o = {{"width", 16}, {"rounds", 4}};
   const place::PlaceResult a = run_method("placeto", g, c, 150, 7, o);
@@ -175,7 +120,7 @@ TEST_CASE("rl/placeto coarsening merges colocation groups and scopes within the 
     for (int32_t k = 0; k < cg.num_groups(); ++k) dev[k] = k % 3;
     const Placement p = cg.expand(dev);
     for (int32_t i = 0; i < g.num_ops(); ++i) CHECK(p.device[i] == dev[cg.group_of[i]]);
-    CHECK(groups_together(g, p));
+    CHECK(test::groups_together(g, p));
   }
   // At 5, the deepest scopes are cut back to their parents, the ones that remove the most
   // groups first, ties by name: "dec/l0" (7 -> 6), then "enc/l0" (-> 5); "enc/l1" stays split.
@@ -202,11 +147,11 @@ TEST_CASE("rl/placeto charges invalid placements a fixed penalty and returns a v
   for (int32_t i = 1; i < 8; ++i) g.add_edge(i - 1, 0, i, 1024);
   g.finalize();
   const Cluster c = test::full_mesh(2, test::kLinkBw_Bps, test::kLinkLat_s, int64_t{5} << 30);
-  REQUIRE_FALSE(simulate(g, c, test::on_device(g, 0)).valid);
+  REQUIRE_FALSE(test::simulate(g, c, test::on_device(g, 0)).valid);
   const place::PlaceResult r =
       run_method("placeto", g, c, 300, 2, {{"init", "zero"}, {"width", 16}});
   CHECK_THAT(r.report.note, Contains("initial inf"));
-  const SimResult s = simulate(g, c, r.placement);
+  const SimResult s = test::simulate(g, c, r.placement);
   CHECK(s.valid);
   CHECK(std::isfinite(r.report.best_step_s));
   // The penalty is finite (2 x 0.8 s here), so training runs on rewards, not on infinities.
@@ -245,7 +190,7 @@ TEST_CASE("rl/placeto policy is independent of the graph's size", "[rl][placeto]
   pc.rounds = 2;
   const rl::placeto::PlacetoPolicy policy(3, pc, 11);
   for (int32_t n : {5, 9}) {
-    const Graph g = placeto_graph(static_cast<uint64_t>(n), n);
+    const Graph g = test::tiny_graph(static_cast<uint64_t>(n), n);
     const rl::placeto::Coarsening groups = rl::placeto::coarsen(g, 100);
     const rl::placeto::CoarseGraph cg = rl::placeto::CoarseGraph::build(g, c, cost, groups);
     const std::vector<int32_t> p(cg.num_nodes, 1);
@@ -259,7 +204,7 @@ TEST_CASE("rl/placeto policy is independent of the graph's size", "[rl][placeto]
 TEST_CASE("rl/placeto and hdp on one device: one placement, returned at once", "[rl][placeto]") {
   // On one device every sampled move is no move: Placeto's episodes would spend no sample and
   // never end, HDP's samples would all be the same placement.
-  const Graph g = placeto_graph(3, 8);
+  const Graph g = test::tiny_graph(3, 8);
   const Cluster c = test::full_mesh(1);
   for (const char* m : {"placeto", "hdp"}) {
     INFO(m);
