@@ -138,7 +138,8 @@ int suite_run(int argc, char** argv) {
         "directory\"); scripts/suite_plots.py DIR draws the plots.\n"
         "  --methods M   comma-separated methods, LABEL=METHOD for a second column of one\n"
         "                method (as gdp compare); unknown methods fail before anything runs\n"
-        "  --options O   a JSON object (or file) of options per column: '{\"anneal\": {...}}'\n"
+        "  --options O   options per column: a JSON object (or file) '{\"anneal\": {...}}',\n"
+        "                or one column's as LABEL=JSON: 'anneal={\"samples\": 5000}'\n"
         "  --seeds N     seeds 1..N (default 1)\n"
         "  --budget B    per cell: samples=N, seconds=S, or both (samples=N,seconds=S)\n"
         "  --jobs J      cells at a time (default: the machine's cores)\n"
@@ -276,13 +277,29 @@ int suite_compare(int argc, char** argv) {
   return 0;
 }
 
+int suite_trace(int argc, char** argv) {
+  Args a(argc, argv, {}, {});
+  if (a.help()) {
+    std::printf(
+        "usage: gdp suite trace DIR CELL\n\n"
+        "Simulates one finished cell of a `gdp suite run` directory (CELL: a file stem of\n"
+        "DIR/cells/, e.g. gnmt_small.anneal.s1) with the trace on and writes\n"
+        "DIR/traces/CELL.json; scripts/suite_plots.py DIR then draws its Gantt chart.\n");
+    return 0;
+  }
+  if (a.positional().size() != 2) throw UsageError("expected DIR CELL (see --help)");
+  std::printf("%s\n", eval::trace_cell(a.positional()[0], a.positional()[1]).c_str());
+  return 0;
+}
+
 }  // namespace
 
 int cmd_suite(int argc, char** argv) {
   if (argc < 1 || std::string(argv[0]) == "--help" || std::string(argv[0]) == "-h") {
     std::printf(
         "usage: gdp suite run SUITE.json --methods ... --out DIR [...]   (gdp suite run --help)\n"
-        "       gdp suite compare DIR_A DIR_B\n\n"
+        "       gdp suite compare DIR_A DIR_B\n"
+        "       gdp suite trace DIR CELL\n\n"
         "Batch experiments over a workload suite: resumable runs with results, report and\n"
         "traces, and the comparison of two runs.\n");
     return argc < 1 ? 2 : 0;
@@ -290,7 +307,8 @@ int cmd_suite(int argc, char** argv) {
   const std::string sub = argv[0];
   if (sub == "run") return suite_run(argc - 1, argv + 1);
   if (sub == "compare") return suite_compare(argc - 1, argv + 1);
-  throw UsageError("unknown suite subcommand '" + sub + "' (expected run or compare)");
+  if (sub == "trace") return suite_trace(argc - 1, argv + 1);
+  throw UsageError("unknown suite subcommand '" + sub + "' (expected run, compare or trace)");
 }
 
 }  // namespace gdp::cli

@@ -15,7 +15,16 @@ std::vector<eval::MethodSpec> parse_method_columns(const std::string& methods_ar
   if (methods.empty()) throw UsageError("--methods needs at least one method");
   nlohmann::json options = nlohmann::json::object();
   std::string options_source = "--options";
-  if (!options_arg.empty()) {
+  // LABEL=JSON gives one column its options: 'anneal={"samples": 5000}'.
+  const size_t eq = options_arg.find('=');
+  const size_t brace = options_arg.find('{');
+  if (eq != std::string::npos && brace != std::string::npos && eq < brace &&
+      options_arg.find_first_not_of(" \t", eq + 1) == brace) {
+    const std::string label = options_arg.substr(0, eq);
+    options = nlohmann::json::object();
+    options[label] = place::parse_options_arg(options_arg.substr(eq + 1));
+    options_source = "--options " + label + "=";
+  } else if (!options_arg.empty()) {
     options = place::parse_options_arg(options_arg);
     const size_t k = options_arg.find_first_not_of(" \t\r\n");
     if (!(k != std::string::npos && options_arg[k] == '{')) options_source = options_arg;

@@ -1,7 +1,7 @@
 // `--methods` and `--options` as `gdp compare` and `gdp suite run` take them: comma-separated
-// columns, LABEL=METHOD to run one method under several labels, and a JSON object (or a file
-// holding one) of options per label. Unknown methods, empty or repeated labels and options for
-// no column are UsageErrors, before anything runs.
+// columns, LABEL=METHOD to run one method under several labels, and options: a JSON object
+// (or a file holding one) of options per label, or LABEL=JSON for one column. Unknown methods,
+// empty or repeated labels and options for no column are UsageErrors, before anything runs.
 #pragma once
 
 #include <string>

@@ -314,6 +314,40 @@ nlohmann::ordered_json SuiteRunSpec::to_json() const {
   return j;
 }
 
+std::string trace_cell(const std::string& dir, const std::string& cell) {
+  const fs::path root(dir);
+  const std::string run_path = (root / "run.json").string();
+  const std::string cell_path = (root / "cells" / (cell + ".json")).string();
+  if (!fs::exists(cell_path))
+    throw InputError(cell_path + ": no such cell (the stems are the file names in " +
+                     (root / "cells").string() + ")");
+  StrictJson rs(run_path);
+  const nlohmann::json run = rs.parse(read_text_file(run_path));
+  rs.check_header(run, "gdp-suite-run", kRunVersion);
+  StrictJson cs(cell_path);
+  const nlohmann::json cj = cs.parse(read_text_file(cell_path));
+  cs.check_header(cj, "gdp-suite-cell", kCellVersion);
+  const Record r = record_from_json(cj.at("record"), cell_path);
+  const datasets::SuiteSpec suite = datasets::read_suite_spec(rs.string(run, "suite", ""));
+  const std::string profile = rs.string(run, "profile", "");
+  for (const datasets::SuiteEntrySpec& es : suite.entries) {
+    if (es.name != r.graph) continue;
+    const datasets::SuiteEntry e = datasets::materialize(es);
+    const CostModel cost = profile.empty() ? CostModel() : CostModel::from_json_file(profile);
+    SimOptions so;
+    so.record_trace = true;
+    Simulator sim(e.graph, e.cluster, cost, so);
+    const SimResult res = sim.run(Placement{cj.at("placement").get<std::vector<int32_t>>()});
+    std::error_code ec;
+    fs::create_directories(root / "traces", ec);
+    const std::string out = (root / "traces" / (safe_name(cell) + ".json")).string();
+    write_text_file_atomic(out, trace_to_chrome_json(res, e.cluster));
+    return out;
+  }
+  throw InputError(cell_path + ": graph '" + r.graph + "' is not in the suite " +
+                   rs.string(run, "suite", ""));
+}
+
 MpiWorld mpi_begin() {
   MpiWorld w;
 #ifdef GDP_HAVE_MPI

@@ -50,6 +50,11 @@ struct SuiteRunSummary {
 SuiteRunSummary run_suite(const SuiteRunSpec& spec, const std::string& dir,
                           const SuiteRunUi& ui = {});
 
+// The Chrome trace of one finished cell (`gdp suite trace DIR CELL`: CELL is a file stem of
+// DIR/cells/), written to DIR/traces/CELL.json for scripts/suite_plots.py's Gantt chart; only
+// that cell's graph is generated. Returns the trace's path. InputError when the cell is absent.
+std::string trace_cell(const std::string& dir, const std::string& cell);
+
 // OpenMPI (optional at build time, GDP_HAVE_MPI): under `mpirun -np N gdp suite run ...`
 // rank 0 owns the directory and hands unfinished cells to ranks 1..N-1 one at a time (a
 // dynamic work queue), writing each result as it arrives; resume works the same way.

@@ -58,8 +58,10 @@ place::MethodInfo placeto_method() {
       "Placeto (Addanki et al. 2019): coarsened graph, message-passing GNN over the current "
       "placement, visits groups in topological order, REINFORCE on per-step step-time "
       "improvements, trained within the budget",
-      {place::integer_option("max_nodes", d.max_nodes, 1, 1 << 20,
-                             "coarse-node limit (colocation groups, then name scopes merged)"),
+      {place::integer_option(
+           "max_nodes", d.max_nodes, 1, 5000,
+           "coarse-node limit (colocation groups, then name scopes merged); at most 5000: the "
+           "ancestor/descendant/parallel sets are O(nodes^2)"),
        place::integer_option("min_episodes", d.min_episodes, 1, 1 << 20,
                              "the node limit is lowered so that this many episodes fit the "
                              "sample budget"),

@@ -198,6 +198,13 @@ H
     sed 's/"name": "smoke",/"name": "smoke", "method_options": {"random": {"sampels": 4}},/' "$s" > "$tmp/bad.json"
     expect_rc 1 "options.sampels" -- "$gdp" suite run "$tmp/bad.json" --methods random --out "$tmp/bad" --quiet
     [ ! -e "$tmp/bad" ] || fail "bad suite options left a directory behind"
+    # One column's options as LABEL=JSON.
+    expect_rc 0 "" -- "$gdp" suite run "$s" --methods random --options 'random={"samples": 3}' --out "$tmp/lj" --quiet
+    tr -d ' \n' < "$tmp/lj/run.json" | grep -q '"options":{"samples":3}' || fail "LABEL=JSON options not taken"
+    # The trace of a chosen cell, for its Gantt chart.
+    expect_rc 0 "traces/gnmt_small.anneal.s2.json" -- "$gdp" suite trace "$tmp/full" gnmt_small.anneal.s2
+    grep -q '"traceEvents"' "$tmp/full/traces/gnmt_small.anneal.s2.json" || fail "suite trace wrote no Chrome trace"
+    expect_rc 1 "no such cell" -- "$gdp" suite trace "$tmp/full" nosuch.cell.s1
     # suite compare: identical runs, then a known difference (3x the samples: anneal improves).
     expect_rc 0 "identical" -- "$gdp" suite compare "$tmp/full" "$tmp/cut"
     "$gdp" suite run "$s" --methods human,random,anneal --seeds 2 --budget samples=90 --quiet --out "$tmp/more" > /dev/null || fail "suite run (more) failed"
