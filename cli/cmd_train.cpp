@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "core/io.h"
 #include "core/json_strict.h"
+#include "place/options.h"
 #include "rl/session.h"
 
 namespace gdp::cli {
@@ -17,7 +18,7 @@ namespace {
 
 // One line per iteration and graph, with an estimate of the time left under the budget.
 rl::IterationFn printer(const place::Budget& budget) {
-  return [budget](const std::vector<rl::IterationStats>& rows, const rl::Trainer& t) {
+  return [budget](const std::vector<rl::IterationStats>& rows, const rl::Learner& t) {
     const double wall = t.wall_s();
     const double rate = wall > 0 ? static_cast<double>(t.total_samples()) / wall : 0;
     std::string eta;
@@ -52,22 +53,30 @@ rl::IterationFn printer(const place::Budget& budget) {
 int cmd_train(int argc, char** argv) {
   Args a(argc, argv,
          {"--graph", "--cluster", "--suite", "--out", "--config", "--samples", "--seconds",
-          "--seed", "--device", "--init", "--resume", "--profile", "--iterations"},
+          "--seed", "--device", "--init", "--resume", "--profile", "--iterations", "--method",
+          "--options", "--checkpoint-every"},
          {"--quiet"});
   if (a.help()) {
     std::printf(
         "usage: gdp train --graph G --cluster C --out DIR [options]     (GDP-one)\n"
         "       gdp train --suite S.json --out DIR [options]            (GDP-batch, pre-training)\n"
+        "       gdp train --method hdp|placeto ... [--options JSON]     (the learned baselines)\n"
         "       gdp train --resume DIR [--iterations N]\n\n"
-        "Trains the GDP policy with PPO against the simulator and writes DIR/config.json,\n"
-        "log.csv, best.json (best-<graph>.json per graph of a suite), the checkpoint\n"
-        "(state.json + ckpt-<iteration>.bin, atomic) and summary.json (docs/policy.md).\n"
-        "  --config F      training configuration JSON (rl/trainer.h; docs/policy.md)\n"
+        "Trains a placement policy against the simulator: GDP with PPO (default), HDP or\n"
+        "Placeto with REINFORCE (docs/baselines.md), and writes DIR/config.json, log.csv,\n"
+        "best.json (best-<graph>.json per graph of a suite), the checkpoint (state.json +\n"
+        "ckpt-<iteration>.bin, atomic) and summary.json (docs/policy.md).\n"
+        "  --method M      gdp (default), hdp (one graph) or placeto (one graph or a suite)\n"
+        "  --options O     hdp, placeto: the method's options (gdp place --list), JSON or a file\n"
+        "  --config F      gdp: training configuration JSON (rl/trainer.h; docs/policy.md)\n"
+        "  --checkpoint-every N  iterations between checkpoints (default: gdp's config, hdp 100,\n"
+        "                  placeto 1; 0 = only at the end)\n"
         "  --samples N     budget: simulated placements over all graphs (default 5000 per graph\n"
         "                  when neither --samples nor --seconds is given)\n"
         "  --seconds S     budget: wall-clock seconds\n"
         "  --seed S        seed (default 1): the same seed gives the same run\n"
-        "  --init DIR      start from the policy of another run (fine-tuning)\n"
+        "  --init DIR      start from the policy of another run of the same method (fine-tuning;\n"
+        "                  gdp, placeto)\n"
         "  --profile F     device profile JSON for the cost model (default: built-in)\n"
         "  --device D      cpu (default) or cuda\n"
         "  --iterations N  stop after N iterations (the checkpoint lets --resume continue)\n"
@@ -79,7 +88,8 @@ int cmd_train(int argc, char** argv) {
   const int64_t iterations = a.integer("--iterations", 0, 1, INT64_MAX);
   if (a.has("--resume")) {
     for (const char* f : {"--graph", "--cluster", "--suite", "--out", "--config", "--samples",
-                          "--seconds", "--seed", "--device", "--init", "--profile"})
+                          "--seconds", "--seed", "--device", "--init", "--profile", "--method",
+                          "--options", "--checkpoint-every"})
       if (a.has(f))
         throw UsageError(std::string("--resume takes the run's own settings; drop ") + f);
     const std::string dir = a.get("--resume");
@@ -97,6 +107,15 @@ int cmd_train(int argc, char** argv) {
     s.cluster = a.require("--cluster");
   }
   const std::string out = a.require("--out");
+  s.method = a.get("--method", "gdp");
+  if (s.method != "gdp" && s.method != "hdp" && s.method != "placeto")
+    throw UsageError("--method expects gdp, hdp or placeto, got '" + s.method + "'");
+  if (s.method == "gdp" && a.has("--options"))
+    throw UsageError("--options is for --method hdp|placeto; gdp takes --config F");
+  if (s.method != "gdp" && a.has("--config"))
+    throw UsageError("--config is gdp's; give hdp and placeto their settings with --options");
+  if (a.has("--options")) s.options = place::parse_options_arg(a.get("--options"));
+  s.checkpoint_every = static_cast<int32_t>(a.integer("--checkpoint-every", -1, 0, 1 << 30));
   if (a.has("--config")) {
     const std::string path = a.get("--config");
     s.config = rl::TrainConfig::from_json(StrictJson(path).parse(read_text_file(path)), path);

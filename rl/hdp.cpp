@@ -9,6 +9,8 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/json_strict.h"
+#include "nn/checkpoint.h"
 #include "nn/ops.h"
 #include "nn/optim.h"
 #include "nn/sampling.h"
@@ -155,6 +157,14 @@ BasicHdpModel<T>::BasicHdpModel(const HdpInputs& in, const HdpConfig& c, uint64_
 }
 
 template <typename T>
+void BasicHdpModel<T>::to_device(nn::Device device) {
+  if (device == device_) return;
+  params_.to_device(device);
+  op_emb_ = nn::BasicVar<T>(op_emb_.value().to_device(device));
+  device_ = device;
+}
+
+template <typename T>
 std::vector<T> BasicHdpModel<T>::group_embedding(const std::vector<int32_t>& groups) const {
   const int32_t G = in_.num_groups, V = in_.num_types, S = in_.shape_width, E = in_.group_width();
   std::vector<double> e(static_cast<size_t>(G) * E, 0.0);
@@ -235,13 +245,15 @@ typename BasicHdpModel<T>::Rollout BasicHdpModel<T>::run(
     for (int32_t u = 0; u < U; ++u) tile[static_cast<size_t>(k) * U + u] = u;
   V glogits = nn::gather_rows(logits, tile);  // (K*U, G)
   if (noise && c_.logits_std_noise > 0)
-    glogits = nn::add(glogits, V(logits_noise(glogits.value(), c_.logits_std_noise, *rng)));
+    glogits = nn::add(
+        glogits,
+        V(logits_noise(glogits.value().cpu(), c_.logits_std_noise, *rng).to_device(device_)));
   std::vector<int32_t> gacts(static_cast<size_t>(K) * U);
   if (given_groups) {
     for (int32_t k = 0; k < K; ++k)
       for (int32_t u = 0; u < U; ++u) gacts[static_cast<size_t>(k) * U + u] = (*given_groups)[k][u];
   } else {
-    const nn::BasicTensor<T> lv = glogits.value().contiguous();
+    const nn::BasicTensor<T> lv = glogits.value().cpu().contiguous();
     nn::categorical_sample<T>(gacts.data(), lv.data(), K * U, G, *rng);
   }
   r.groups.assign(K, std::vector<int32_t>(U));
@@ -262,7 +274,7 @@ typename BasicHdpModel<T>::Rollout BasicHdpModel<T>::run(
     for (int32_t k = 0; k < K; ++k)
       for (int32_t j = 0; j < E; ++j)
         x[static_cast<int64_t>(k) * E + j] = emb[k][static_cast<size_t>(gi) * E + j];
-    xs[gi] = V(x);
+    xs[gi] = V(x.to_device(device_));
   }
   std::vector<V> rev(xs.rbegin(), xs.rend());
   const nn::BasicLstmSequence<T> fw = nn::lstm_sequence(*enc_fw_, xs);
@@ -293,15 +305,16 @@ typename BasicHdpModel<T>::Rollout BasicHdpModel<T>::run(
     if (c_.temperature != 1.0) dl = nn::scale(dl, static_cast<T>(1.0 / c_.temperature));
     if (c_.tanh_constant > 0) dl = nn::scale(nn::tanh(dl), static_cast<T>(c_.tanh_constant));
     if (noise && c_.logits_std_noise > 0)
-      dl = nn::add(dl, V(logits_noise(dl.value(), c_.logits_std_noise, *rng)));
+      dl = nn::add(dl,
+                   V(logits_noise(dl.value().cpu(), c_.logits_std_noise, *rng).to_device(device_)));
     std::vector<int32_t> a(K);
     if (given_devices) {
       for (int32_t k = 0; k < K; ++k) a[k] = (*given_devices)[k][gi];
     } else {
-      const nn::BasicTensor<T> lv = dl.value().contiguous();
+      const nn::BasicTensor<T> lv = dl.value().cpu().contiguous();
       nn::categorical_sample<T>(a.data(), lv.data(), K, D, *rng);
     }
-    ent += mean_entropy(dl.value());
+    ent += mean_entropy(dl.value().cpu());
     for (int32_t k = 0; k < K; ++k) {
       r.devices[k][gi] = a[k];
       prev[k] = a[k];
@@ -336,74 +349,153 @@ Placement BasicHdpModel<T>::placement(const Rollout& r, int32_t k) const {
 template class BasicHdpModel<float>;
 template class BasicHdpModel<double>;
 
-HdpTrainResult train_hdp(place::Run& run, const HdpConfig& c, int64_t max_samples) {
-  const place::Problem& pb = run.problem();
-  const HdpInputs in = hdp_inputs(pb.graph(), pb.num_devices(), c);
-  HdpModel model(in, c, run.seed());
-  Rng rng(run.seed() ^ 0x4844505f53414d50ull);  // "HDP_SAMP"
+HdpAgent::HdpAgent(const place::Problem& pb, const HdpConfig& c, uint64_t seed, nn::Device device)
+    : c_(c),
+      model_(hdp_inputs(pb.graph(), pb.num_devices(), c), c, seed),
+      rng_(seed ^ 0x4844505f53414d50ull) {  // "HDP_SAMP"
+  model_.to_device(device);
   nn::AdamConfig ac;
   ac.lr = c.lr;
-  nn::Adam adam(model.params(), ac);
-  const double failing = hdp_cost(0, false, c.failing_signal, c.reward_function);
-  double baseline = c.start_with_failing_signal ? failing : 0.0;
+  adam_ = std::make_unique<nn::Adam>(model_.params(), ac);
+  baseline_ =
+      c.start_with_failing_signal ? hdp_cost(0, false, c.failing_signal, c.reward_function) : 0.0;
+}
+
+HdpAgent::StepStats HdpAgent::step(place::Run& run, int64_t k) {
+  const HdpConfig& c = c_;
+  const int64_t step = step_;
+  const int32_t K =
+      static_cast<int32_t>(std::min<int64_t>(c.num_children, std::max<int64_t>(1, k)));
+  nn::Tape::current().clear();
+  model_.params().zero_grad();
+  const HdpModel::Rollout r = model_.sample(K, rng_, step <= c.stop_noise_step);
+  std::vector<Placement> ps;
+  for (int32_t i = 0; i < K; ++i) ps.push_back(model_.placement(r, i));
+  const std::vector<double> times = run.evaluate(ps);
+  std::vector<double> cost(K);
+  std::vector<uint8_t> valid(K);  // by the simulator, not by the cost (a valid step may
+                                  // take longer than failing_signal)
+  StepStats st;
+  st.samples = K;
+  double valid_time = 0;
+  for (int32_t i = 0; i < K; ++i) {
+    valid[i] = std::isfinite(times[i]);
+    cost[i] = hdp_cost(times[i], valid[i], c.failing_signal, c.reward_function);
+    if (valid[i]) valid_time += times[i];
+  }
+
+  // Loss: mean over the samples (after stop_updating_after_steps: the valid ones only) of
+  // (R - b) * log p, R a cost (lower is better).
+  const bool all = step < c.stop_updating_after_steps;
+  int32_t n = 0;
+  double valid_sum = 0;
+  for (int32_t i = 0; i < K; ++i)
+    if (valid[i]) {
+      ++n;
+      valid_sum += cost[i];
+    }
+  st.mean_step_s = n ? valid_time / n : std::numeric_limits<double>::infinity();
+  st.invalid_frac = static_cast<double>(K - n) / K;
+  const int32_t denom = all ? K : n;
+  if (denom > 0) {
+    nn::Tensor coef({K});
+    for (int32_t i = 0; i < K; ++i)
+      coef[i] = (all || valid[i]) ? static_cast<float>((cost[i] - baseline_) / denom) : 0.f;
+    const nn::Tensor lp = r.log_prob.value().cpu().contiguous();
+    for (int32_t i = 0; i < K; ++i) st.loss += static_cast<double>(coef[i]) * lp[i];
+    nn::backward(nn::sum(nn::mul(r.log_prob, nn::Var(coef.to_device(model_.params().device())))));
+    nn::clip_grad_norm(model_.params(), c.grad_bound);
+    adam_->step(hdp_learning_rate(c, step));
+  }
+  nn::Tape::current().clear();
+  // Baseline, as the reference: the mean cost of the batch before stop_updating_after_steps,
+  // afterwards that of its valid placements (unchanged when none is valid).
+  if (all) {
+    double m = 0;
+    for (double x : cost) m += x;
+    baseline_ = c.bl_dec * baseline_ + (1 - c.bl_dec) * m / K;
+  } else if (n > 0) {
+    baseline_ = c.bl_dec * baseline_ + (1 - c.bl_dec) * valid_sum / n;
+  }
+  ++step_;
+  st.entropy = r.entropy;
+  st.last = ps.back();
+  return st;
+}
+
+nlohmann::ordered_json HdpAgent::save(const std::string& bin) const {
+  nn::save_checkpoint(bin, const_cast<HdpModel&>(model_).params(), adam_.get(), step_);
+  nlohmann::ordered_json j;
+  j["iterations"] = step_;
+  j["baseline"] = baseline_;
+  j["rng"] = rng_.state();
+  return j;
+}
+
+void HdpAgent::load(const nlohmann::json& state, const std::string& bin,
+                    const std::string& source) {
+  StrictJson sj(source);
+  sj.check_keys(state, "hdp", {"iterations", "baseline", "rng"}, {});
+  const int64_t it = sj.integer(state, "iterations", "hdp");
+  int64_t stored = 0;
+  try {
+    stored = nn::load_checkpoint(bin, model_.params(), adam_.get());
+  } catch (const std::runtime_error& e) {
+    throw InputError(source + ": checkpoint: " + e.what());
+  }
+  if (stored != it)
+    sj.fail("hdp.iterations", "the checkpoint holds iteration " + std::to_string(stored));
+  Rng r;
+  if (!r.set_state(sj.string(state, "rng", "hdp")))
+    sj.fail("hdp.rng", "expected a generator state");
+  rng_ = r;
+  baseline_ = sj.number(state, "baseline", "hdp", -1e300, 1e300);
+  step_ = it;
+}
+
+HdpTrainResult train_hdp(place::Run& run, const HdpConfig& c, int64_t max_samples) {
+  HdpAgent agent(run.problem(), c, run.seed());
   HdpTrainResult res;
   run.set_target_samples(max_samples);
-  for (int64_t step = 0;; ++step) {
+  for (;;) {
     const int64_t left = std::min(run.samples_left(), max_samples - run.samples());
     if (left <= 0 || run.out_of_time()) break;
-    const int32_t K = static_cast<int32_t>(std::min<int64_t>(c.num_children, left));
-    nn::Tape::current().clear();
-    model.params().zero_grad();
-    const HdpModel::Rollout r = model.sample(K, rng, step <= c.stop_noise_step);
-    std::vector<Placement> ps;
-    for (int32_t k = 0; k < K; ++k) ps.push_back(model.placement(r, k));
-    const std::vector<double> times = run.evaluate(ps);
-    std::vector<double> cost(K);
-    std::vector<uint8_t> valid(K);  // by the simulator, not by the cost (a valid step may
-                                    // take longer than failing_signal)
-    for (int32_t k = 0; k < K; ++k) {
-      valid[k] = std::isfinite(times[k]);
-      cost[k] = hdp_cost(times[k], valid[k], c.failing_signal, c.reward_function);
-    }
-
-    // Loss: mean over the samples (after stop_updating_after_steps: the valid ones only) of
-    // (R - b) * log p, R a cost (lower is better).
-    const bool all = step < c.stop_updating_after_steps;
-    int32_t n = 0;
-    double valid_sum = 0;
-    for (int32_t k = 0; k < K; ++k)
-      if (valid[k]) {
-        ++n;
-        valid_sum += cost[k];
-      }
-    const int32_t denom = all ? K : n;
-    if (denom > 0) {
-      nn::Tensor coef({K});
-      for (int32_t k = 0; k < K; ++k)
-        coef[k] = (all || valid[k]) ? static_cast<float>((cost[k] - baseline) / denom) : 0.f;
-      nn::backward(nn::sum(nn::mul(r.log_prob, nn::Var(coef))));
-      nn::clip_grad_norm(model.params(), c.grad_bound);
-      adam.step(hdp_learning_rate(c, step));
-    }
-    nn::Tape::current().clear();
-    // Baseline, as the reference: the mean cost of the batch before stop_updating_after_steps,
-    // afterwards that of its valid placements (unchanged when none is valid).
-    if (all) {
-      double m = 0;
-      for (double x : cost) m += x;
-      baseline = c.bl_dec * baseline + (1 - c.bl_dec) * m / K;
-    } else if (n > 0) {
-      baseline = c.bl_dec * baseline + (1 - c.bl_dec) * valid_sum / n;
-    }
-    res.iterations = step + 1;
-    res.entropy = r.entropy;
-    res.last = ps.back();
+    const HdpAgent::StepStats st = agent.step(run, left);
+    res.iterations = agent.iterations();
+    res.entropy = st.entropy;
+    res.last = st.last;
     char msg[96];
     std::snprintf(msg, sizeof msg, "iteration %lld, entropy %.3f, baseline %.4g",
-                  static_cast<long long>(step), r.entropy, baseline);
+                  static_cast<long long>(agent.iterations() - 1), st.entropy, agent.baseline());
     run.progress(msg);
   }
   return res;
+}
+
+HdpConfig hdp_config(const place::Options& o) {
+  HdpConfig c;
+  c.hidden_size = static_cast<int32_t>(o.integer("hidden_size"));
+  c.grouping_hidden_size = static_cast<int32_t>(o.integer("grouping_hidden_size"));
+  c.num_groups = static_cast<int32_t>(o.integer("num_groups"));
+  c.adj_embed_dim = static_cast<int32_t>(o.integer("adj_embed_dim"));
+  c.num_children = static_cast<int32_t>(o.integer("num_children"));
+  c.lr = o.number("lr");
+  c.lr_dec = o.number("lr_dec");
+  c.start_decay_step = o.integer("start_decay_step");
+  c.decay_steps = o.integer("decay_steps");
+  c.bl_dec = o.number("bl_dec");
+  c.grad_bound = o.number("grad_bound");
+  c.failing_signal = o.number("failing_signal");
+  c.reward_function = o.string("reward_function");
+  c.logits_std_noise = o.number("logits_std_noise");
+  c.stop_noise_step = o.integer("stop_noise_step");
+  c.temperature = o.number("temperature");
+  c.tanh_constant = o.number("tanh_constant");
+  c.forget_bias_init = o.number("forget_bias_init");
+  c.stop_updating_after_steps = o.integer("stop_updating_after_steps");
+  if (c.hidden_size % 2 != 0)
+    throw InputError("method 'hdp': options.hidden_size: must be even (H/2 per encoder direction)");
+  return c;
 }
 
 }  // namespace gdp::rl

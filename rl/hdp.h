@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,9 @@
 #include "core/rng.h"
 #include "nn/autograd.h"
 #include "nn/lstm.h"
+#include "nn/optim.h"
 #include "nn/parameters.h"
+#include "place/options.h"
 #include "place/run.h"
 #include "place/units.h"
 
@@ -109,6 +112,9 @@ class BasicHdpModel {
 
   nn::BasicParameterBuffer<T>& params() { return params_; }
   const HdpInputs& inputs() const { return in_; }
+  // Moves the parameters and constants to `device` (cuda: float models, builds with CUDA);
+  // sampling stays on the host.
+  void to_device(nn::Device device);
 
  private:
   Rollout run(int32_t k, Rng* rng, bool noise, const std::vector<std::vector<int32_t>>* groups,
@@ -117,6 +123,7 @@ class BasicHdpModel {
   HdpInputs in_;
   HdpConfig c_;
   nn::BasicParameterBuffer<T> params_;
+  nn::Device device_ = nn::Device::cpu;
   nn::BasicVar<T> op_emb_;  // (U, op_width) constant
   nn::BasicVar<T> w_grouping_ff_, w_grouping_softmax_;
   std::unique_ptr<nn::BasicLstmCell<T>> enc_fw_, enc_bw_, dec_;
@@ -126,6 +133,43 @@ class BasicHdpModel {
 using HdpModel = BasicHdpModel<float>;
 using HdpModelD = BasicHdpModel<double>;
 
+// HDP's training state on one problem: the model, Adam, the sampling stream and the
+// moving-average baseline. Each step() is one REINFORCE iteration of K placements simulated
+// through a place::Run. Driven by train_hdp (the "hdp" method) and by `gdp train --method hdp`
+// (rl/hdp_learner.cpp), which checkpoints it with save()/load().
+class HdpAgent {
+ public:
+  HdpAgent(const place::Problem& problem, const HdpConfig& c, uint64_t seed,
+           nn::Device device = nn::Device::cpu);
+
+  struct StepStats {
+    int32_t samples = 0;
+    double mean_step_s = 0;  // over the valid samples (+inf when none)
+    double invalid_frac = 0;
+    double entropy = 0;  // of the device softmax
+    double loss = 0;     // mean (cost - baseline) * log p
+    Placement last;      // the last placement sampled
+  };
+  // One iteration of min(K, k) samples (k >= 1: what the budget allows).
+  StepStats step(place::Run& run, int64_t k);
+  int64_t iterations() const { return step_; }
+  double baseline() const { return baseline_; }
+  const HdpConfig& config() const { return c_; }
+  HdpModel& model() { return model_; }
+
+  // The parameters and Adam in `bin` (nn/checkpoint.h); the rest as JSON.
+  nlohmann::ordered_json save(const std::string& bin) const;
+  void load(const nlohmann::json& state, const std::string& bin, const std::string& source);
+
+ private:
+  HdpConfig c_;
+  HdpModel model_;
+  Rng rng_;
+  std::unique_ptr<nn::Adam> adam_;
+  double baseline_ = 0;
+  int64_t step_ = 0;
+};
+
 struct HdpTrainResult {
   int64_t iterations = 0;
   double entropy = 0;  // of the last iteration
@@ -134,5 +178,9 @@ struct HdpTrainResult {
 // Trains a fresh model on run.problem() until `max_samples` placements have been simulated
 // (or the run's budget is spent), every sample through run.evaluate.
 HdpTrainResult train_hdp(place::Run& run, const HdpConfig& c, int64_t max_samples);
+
+// The "hdp" method's options (place/options.h) as a configuration: the one reading of them,
+// for the method and for `gdp train --method hdp`.
+HdpConfig hdp_config(const place::Options& o);
 
 }  // namespace gdp::rl

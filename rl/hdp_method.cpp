@@ -14,35 +14,9 @@ namespace {
 
 constexpr int64_t kDefaultSamples = 2000;  // with no budget given (as "gdp")
 
-HdpConfig config_of(const place::Options& o) {
-  HdpConfig c;
-  c.hidden_size = static_cast<int32_t>(o.integer("hidden_size"));
-  c.grouping_hidden_size = static_cast<int32_t>(o.integer("grouping_hidden_size"));
-  c.num_groups = static_cast<int32_t>(o.integer("num_groups"));
-  c.adj_embed_dim = static_cast<int32_t>(o.integer("adj_embed_dim"));
-  c.num_children = static_cast<int32_t>(o.integer("num_children"));
-  c.lr = o.number("lr");
-  c.lr_dec = o.number("lr_dec");
-  c.start_decay_step = o.integer("start_decay_step");
-  c.decay_steps = o.integer("decay_steps");
-  c.bl_dec = o.number("bl_dec");
-  c.grad_bound = o.number("grad_bound");
-  c.failing_signal = o.number("failing_signal");
-  c.reward_function = o.string("reward_function");
-  c.logits_std_noise = o.number("logits_std_noise");
-  c.stop_noise_step = o.integer("stop_noise_step");
-  c.temperature = o.number("temperature");
-  c.tanh_constant = o.number("tanh_constant");
-  c.forget_bias_init = o.number("forget_bias_init");
-  c.stop_updating_after_steps = o.integer("stop_updating_after_steps");
-  if (c.hidden_size % 2 != 0)
-    throw InputError("method 'hdp': options.hidden_size: must be even (H/2 per encoder direction)");
-  return c;
-}
-
 class HdpPlacer : public place::Placer {
  public:
-  explicit HdpPlacer(const place::Options& o) : config_(config_of(o)) {}
+  explicit HdpPlacer(const place::Options& o) : config_(hdp_config(o)) {}
 
   Placement place(place::Run& run) override {
     if (run.problem().num_devices() == 1) {  // one placement exists: simulate it once

@@ -14,7 +14,9 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/json_strict.h"
 #include "nn/autograd.h"
+#include "nn/checkpoint.h"
 #include "nn/ops.h"
 #include "nn/optim.h"
 #include "nn/sampling.h"
@@ -282,11 +284,16 @@ PlacetoPolicy::PlacetoPolicy(int32_t num_devices, PolicyConfig config, uint64_t 
   classifier_ = make_fnn("classifier", {8 * W, 16 * W, 8 * W, num_devices}, rng);
 }
 
+void PlacetoPolicy::to_device(nn::Device device) {
+  params_.to_device(device);
+  device_ = device;
+}
+
 nn::Var PlacetoPolicy::logits(const CoarseGraph& cg, const std::vector<int32_t>& placement,
                               const std::vector<uint8_t>& visited, int32_t current) const {
   const int32_t N = cg.num_nodes, D = num_devices_, W = config_.width;
   const int32_t F = kStaticFeatures + 2 + D;
-  if (cg.num_devices != D || static_cast<int32_t>(placement.size()) != N ||
+  if (cg.num_devices > D || cg.num_devices < 1 || static_cast<int32_t>(placement.size()) != N ||
       static_cast<int32_t>(visited.size()) != N || current < 0 || current >= N)
     throw std::invalid_argument("placeto: logits: inconsistent state");
   nn::Tensor x = nn::Tensor::zeros({N, F});
@@ -299,9 +306,9 @@ nn::Var PlacetoPolicy::logits(const CoarseGraph& cg, const std::vector<int32_t>&
     row[kStaticFeatures + 1] = k == current ? 1.0f : 0.0f;
     row[kStaticFeatures + 2 + placement[k]] = 1.0f;
   }
-  const nn::Var s = node_.forward(nn::Var(x));
+  const nn::Var s = node_.forward(nn::Var(x.to_device(device_)));
   auto pass = [&](const Fnn& f, const Fnn& g, const nn::Tensor& has, nn::EdgeDir dir) {
-    const nn::Var mask(has);
+    const nn::Var mask(has.to_device(device_));
     nn::Var h = s;
     for (int32_t r = 0; r < config_.rounds; ++r) {
       const nn::Var m = nn::segment_mean(nn::relu(f.forward(h)), cg.adj, dir);
@@ -315,7 +322,7 @@ nn::Var PlacetoPolicy::logits(const CoarseGraph& cg, const std::vector<int32_t>&
   auto aggregate = [&](const Fnn& f, const Fnn& g, const std::vector<int64_t>& set) {
     nn::Var m;
     if (set.empty())
-      m = nn::Var(nn::Tensor::zeros({1, 2 * W}));
+      m = nn::Var(nn::Tensor::zeros({1, 2 * W}).to_device(device_));
     else
       m = nn::mean(nn::relu(f.forward(nn::gather_rows(e, set))), 0, true);
     return nn::relu(g.forward(m));
@@ -324,16 +331,315 @@ nn::Var PlacetoPolicy::logits(const CoarseGraph& cg, const std::vector<int32_t>&
       {aggregate(f_p_, g_p_, cg.ancestors[current]), aggregate(f_c_, g_c_, cg.descendants[current]),
        aggregate(f_r_, g_r_, cg.parallel[current]), nn::gather_rows(e, {int64_t{current}})},
       1);
-  return classifier_.forward(cat);  // (1, D)
+  const nn::Var out = classifier_.forward(cat);  // (1, A)
+  if (cg.num_devices == D) return out;
+  nn::Tensor mask = nn::Tensor::zeros({1, D});  // slots the cluster does not have
+  for (int32_t d = cg.num_devices; d < D; ++d) mask.data()[d] = -1e9f;
+  return nn::add(out, nn::Var(mask.to_device(device_)));
 }
 
 // ---- Training ----------------------------------------------------------------------------------
 
+TrainConfig train_config(const place::Options& o) {
+  TrainConfig c;
+  c.max_nodes = static_cast<int32_t>(o.integer("max_nodes"));
+  c.min_episodes = static_cast<int32_t>(o.integer("min_episodes"));
+  c.policy.width = static_cast<int32_t>(o.integer("width"));
+  c.policy.rounds = static_cast<int32_t>(o.integer("rounds"));
+  c.lr = o.number("lr");
+  c.entropy = o.number("entropy");
+  c.discount = o.number("discount");
+  c.baseline_episodes = static_cast<int32_t>(o.integer("baseline_episodes"));
+  c.grad_clip = o.number("grad_clip");
+  c.invalid_penalty = o.number("invalid_penalty");
+  c.init = o.string("init");
+  c.max_devices = static_cast<int32_t>(o.integer("max_devices"));
+  return c;
+}
+
+namespace {
+
+// Mean entropy (nats) of a (1, A) logits row.
+double row_entropy(const float* l, int32_t A) {
+  double mx = l[0];
+  for (int32_t a = 1; a < A; ++a) mx = std::max<double>(mx, l[a]);
+  double z = 0;
+  for (int32_t a = 0; a < A; ++a) z += std::exp(l[a] - mx);
+  double h = 0;
+  for (int32_t a = 0; a < A; ++a) {
+    const double p = std::exp(l[a] - mx) / z;
+    if (p > 0) h -= p * std::log(p);
+  }
+  return h;
+}
+
+}  // namespace
+
+Agent::Agent(const TrainConfig& cfg, int32_t max_devices, uint64_t seed, nn::Device device)
+    : cfg_(cfg),
+      policy_(std::make_unique<PlacetoPolicy>(max_devices, cfg.policy, seed)),
+      rng_(seed + 0x9e3779b97f4a7c15ULL) {
+  policy_->to_device(device);
+  nn::AdamConfig ac;
+  ac.lr = cfg.lr;
+  adam_ = std::make_unique<nn::Adam>(policy_->params(), ac);
+}
+
+Agent::Agent(const TrainConfig& cfg, const PlacetoPolicy& policy, uint64_t seed, nn::Device device)
+    : Agent(
+          [&] {
+            TrainConfig c = cfg;
+            c.policy = policy.config();
+            return c;
+          }(),
+          policy.num_devices(), seed, nn::Device::cpu) {
+  nn::Tensor values = policy.params().values().cpu();
+  policy_->params().values().copy_from(values);
+  policy_->to_device(device);
+}
+
+size_t Agent::add_graph(const place::Problem& pb, int32_t node_limit, uint64_t seed) {
+  const Graph& g = pb.graph();
+  const Cluster& c = pb.cluster();
+  const int32_t D = pb.num_devices();
+  if (D > policy_->num_devices())
+    throw InputError("placeto: graph '" + g.name + "' has " + std::to_string(D) +
+                     " devices, the policy " + std::to_string(policy_->num_devices()) +
+                     " device slots (max_devices)");
+  GraphCtx x;
+  x.pb = &pb;
+  x.groups = coarsen(g, node_limit);
+  x.cg = CoarseGraph::build(g, c, pb.cost(), x.groups);
+  const int32_t N = x.cg.num_nodes;
+  // Invalid placements (out of memory) are charged invalid_penalty x an upper bound of any
+  // valid step: every op on the slowest device, one after another, plus every edge at the
+  // slowest route's uncontended transfer time, so that no valid placement costs more.
+  const place::CostView cv(pb);
+  double serial_s = 0;
+  for (int32_t op = 0; op < g.num_ops(); ++op) {
+    double slowest = 0;
+    for (int32_t d = 0; d < D; ++d) slowest = std::max(slowest, cv.op_time_s(op, d));
+    serial_s += slowest;
+  }
+  for (const Edge& e : g.edges()) {
+    double slowest = 0;
+    for (int32_t s = 0; s < D; ++s)
+      for (int32_t d = 0; d < D; ++d) slowest = std::max(slowest, cv.transfer_s(e.bytes, s, d));
+    serial_s += slowest;
+  }
+  x.penalty_s = cfg_.invalid_penalty * (serial_s > 0 ? serial_s : 1.0);
+  // The initial placement, the same in every episode (the reference: one fixed random one).
+  x.init.assign(static_cast<size_t>(N), 0);
+  if (cfg_.init == "random") {
+    Rng r(seed ^ 0x5bd1e9955bd1e995ULL);
+    for (auto& d : x.init) d = static_cast<int32_t>(r.below(static_cast<uint64_t>(D)));
+  } else if (cfg_.init != "zero") {
+    throw InputError("placeto: init must be \"random\" or \"zero\"");
+  }
+  x.history.assign(static_cast<size_t>(N), {});
+  graphs_.push_back(std::move(x));
+  return graphs_.size() - 1;
+}
+
+bool Agent::start(GraphCtx& g, place::Run& run, int64_t allowed) {
+  if (g.started) return true;
+  if (allowed < 1 || run.samples_left() < 1 || run.out_of_time()) return false;
+  g.initial_raw = run.evaluate(g.groups.expand(g.init));
+  // Also the reward scale (rewards are fractions of it); 1 s for a graph of free ops.
+  g.t0 = charge(g, g.initial_raw) > 0 ? charge(g, g.initial_raw) : 1.0;
+  g.started = true;
+  return true;
+}
+
+Agent::Episode Agent::train_episode(size_t i, place::Run& run, int64_t allowed) {
+  GraphCtx& g = graphs_[i];
+  Episode ep;
+  const int64_t before = run.samples();
+  if (!start(g, run, allowed)) return ep;
+  const int32_t N = g.cg.num_nodes, A = policy_->num_devices();
+  std::vector<int32_t> p = g.init, actions(static_cast<size_t>(N));
+  std::vector<uint8_t> visited(static_cast<size_t>(N), 0);
+  std::vector<double> reward(static_cast<size_t>(N)), ret(static_cast<size_t>(N)),
+      adv(static_cast<size_t>(N));
+  double t_prev = g.t0, valid_sum = 0, entropy = 0;
+  int64_t valid = 0, simulated = 0;
+  for (int32_t v = 0; v < N; ++v) {
+    int32_t a = 0;
+    {
+      nn::NoGradGuard no_grad;
+      const nn::Tensor lg = policy_->logits(g.cg, p, visited, v).value().cpu().contiguous();
+      nn::categorical_sample(&a, lg.data(), 1, A, rng_);
+      entropy += row_entropy(lg.data(), A);
+    }
+    double t = t_prev;
+    if (a != p[v]) {  // an unchanged placement is not simulated again (deterministic)
+      if (run.samples() - before >= allowed || run.samples_left() < 1 || run.out_of_time()) {
+        ep.samples = run.samples() - before;
+        return ep;  // the budget ended inside the episode: no update on a partial episode
+      }
+      p[v] = a;
+      const double raw = run.evaluate(g.groups.expand(p));
+      ++simulated;
+      if (std::isfinite(raw)) valid_sum += raw, ++valid;
+      t = charge(g, raw);
+    }
+    actions[v] = a;
+    reward[v] = (t_prev - t) / g.t0;
+    t_prev = t;
+    visited[v] = 1;
+  }
+  // Discounted returns, and the reference's per-round baseline: the mean return at that
+  // round over the last K episodes, this one included.
+  double acc = 0;
+  for (int32_t v = N - 1; v >= 0; --v) ret[v] = acc = reward[v] + cfg_.discount * acc;
+  for (int32_t v = 0; v < N; ++v) {
+    auto& h = g.history[v];
+    h.push_back(ret[v]);
+    while (static_cast<int32_t>(h.size()) > cfg_.baseline_episodes) h.pop_front();
+    adv[v] = ret[v] - std::accumulate(h.begin(), h.end(), 0.0) / static_cast<double>(h.size());
+  }
+  // REINFORCE: replay the episode's states with gradients (the policy has not changed), sum
+  // -(adv * log pi(a) + entropy * H) over the rounds, clip, one Adam step.
+  policy_->params().zero_grad();
+  p = g.init;
+  std::fill(visited.begin(), visited.end(), 0);
+  double loss = 0;
+  for (int32_t v = 0; v < N; ++v) {
+    const nn::Var lg = policy_->logits(g.cg, p, visited, v);
+    const nn::Var lp = nn::categorical_log_prob(lg, std::vector<int32_t>{actions[v]});
+    const nn::Var ent = nn::categorical_entropy(lg);
+    const nn::Var l = nn::sum(nn::add(nn::scale(lp, static_cast<float>(-adv[v])),
+                                      nn::scale(ent, static_cast<float>(-cfg_.entropy))));
+    loss += l.value().item();
+    nn::backward(l);
+    p[v] = actions[v];
+    visited[v] = 1;
+  }
+  if (cfg_.grad_clip > 0) nn::clip_grad_norm(policy_->params(), cfg_.grad_clip);
+  adam_->step();
+  ++g.episodes;
+  ep.samples = run.samples() - before;
+  g.idle = ep.samples == 0 ? g.idle + 1 : 0;
+  ep.complete = true;
+  ep.end_step_s = t_prev;
+  ep.mean_step_s =
+      valid ? valid_sum / static_cast<double>(valid) : std::numeric_limits<double>::infinity();
+  ep.invalid_frac =
+      simulated ? static_cast<double>(simulated - valid) / static_cast<double>(simulated) : 0;
+  ep.entropy = N ? entropy / N : 0;
+  ep.loss = loss;
+  return ep;
+}
+
+Agent::Episode Agent::place_episode(size_t i, place::Run& run, bool greedy) {
+  GraphCtx& g = graphs_[i];
+  Episode ep;
+  if (run.samples_left() < 1 || run.out_of_time()) return ep;
+  const int32_t N = g.cg.num_nodes, A = policy_->num_devices();
+  std::vector<int32_t> p = g.init;
+  std::vector<uint8_t> visited(static_cast<size_t>(N), 0);
+  double entropy = 0;
+  nn::NoGradGuard no_grad;
+  for (int32_t v = 0; v < N; ++v) {
+    const nn::Tensor lg = policy_->logits(g.cg, p, visited, v).value().cpu().contiguous();
+    int32_t a = 0;
+    if (greedy) {
+      for (int32_t d = 1; d < A; ++d)
+        if (lg.data()[d] > lg.data()[a]) a = d;
+    } else {
+      nn::categorical_sample(&a, lg.data(), 1, A, rng_);
+    }
+    entropy += row_entropy(lg.data(), A);
+    p[v] = a;
+    visited[v] = 1;
+  }
+  const double t = run.evaluate(g.groups.expand(p));
+  ep.complete = true;
+  ep.samples = 1;
+  ep.end_step_s = t;
+  ep.mean_step_s = t;
+  ep.invalid_frac = std::isfinite(t) ? 0 : 1;
+  ep.entropy = N ? entropy / N : 0;
+  return ep;
+}
+
+nlohmann::ordered_json Agent::save(const std::string& bin) const {
+  int64_t total = 0;
+  for (const auto& g : graphs_) total += g.episodes;
+  nn::save_checkpoint(bin, policy_->params(), adam_.get(), total);
+  nlohmann::ordered_json j;
+  j["rng"] = rng_.state();
+  nlohmann::ordered_json gs = nlohmann::ordered_json::array();
+  for (const auto& g : graphs_) {
+    nlohmann::ordered_json x;
+    x["started"] = g.started;
+    x["initial_step_s"] =
+        std::isfinite(g.initial_raw) ? nlohmann::ordered_json(g.initial_raw) : nullptr;
+    x["episodes"] = g.episodes;
+    x["idle"] = g.idle;
+    nlohmann::ordered_json h = nlohmann::ordered_json::array();
+    for (const auto& d : g.history) h.push_back(std::vector<double>(d.begin(), d.end()));
+    x["history"] = std::move(h);
+    gs.push_back(std::move(x));
+  }
+  j["graphs"] = std::move(gs);
+  return j;
+}
+
+void Agent::load(const nlohmann::json& state, const std::string& bin, const std::string& source) {
+  StrictJson sj(source);
+  const std::string p = "placeto";
+  sj.check_keys(state, p, {"rng", "graphs"}, {});
+  const nlohmann::json& gs = sj.array(state, "graphs", p);
+  if (gs.size() != graphs_.size())
+    sj.fail(json_path(p, "graphs"), "expected " + std::to_string(graphs_.size()) + " graphs");
+  int64_t total = 0;
+  for (size_t i = 0; i < gs.size(); ++i) {
+    const std::string q = json_path(json_path(p, "graphs"), i);
+    const nlohmann::json& x = gs[i];
+    sj.check_keys(x, q, {"started", "initial_step_s", "episodes", "idle", "history"}, {});
+    GraphCtx& g = graphs_[i];
+    g.started = sj.boolean(x, "started", q);
+    g.initial_raw = x.at("initial_step_s").is_null() ? std::numeric_limits<double>::infinity()
+                                                     : sj.number(x, "initial_step_s", q);
+    if (g.started) g.t0 = charge(g, g.initial_raw) > 0 ? charge(g, g.initial_raw) : 1.0;
+    g.episodes = sj.integer(x, "episodes", q);
+    g.idle = static_cast<int32_t>(sj.integer(x, "idle", q, 0, 1 << 30));
+    total += g.episodes;
+    const nlohmann::json& h = sj.array(x, "history", q);
+    if (h.size() != g.history.size())
+      sj.fail(json_path(q, "history"),
+              "expected " + std::to_string(g.history.size()) + " rounds (coarse nodes)");
+    for (size_t v = 0; v < h.size(); ++v) {
+      const std::string r = json_path(json_path(q, "history"), v);
+      if (!h[v].is_array()) sj.fail(r, "expected an array of returns");
+      g.history[v].clear();
+      for (size_t k = 0; k < h[v].size(); ++k)
+        g.history[v].push_back(sj.number_value(h[v][k], json_path(r, k), -1e300, 1e300));
+    }
+  }
+  int64_t stored = 0;
+  try {
+    stored = nn::load_checkpoint(bin, policy_->params(), adam_.get());
+  } catch (const std::runtime_error& e) {
+    throw InputError(source + ": checkpoint: " + e.what());
+  }
+  if (stored != total)
+    sj.fail(json_path(p, "graphs"), "the checkpoint holds " + std::to_string(stored) +
+                                        " episodes, the state " + std::to_string(total));
+  Rng r;
+  if (!r.set_state(sj.string(state, "rng", p)))
+    sj.fail(json_path(p, "rng"), "expected a generator state");
+  rng_ = r;
+}
+
+bool Agent::begin(size_t i, place::Run& run, int64_t allowed) {
+  return start(graphs_[i], run, allowed);
+}
+
 TrainReport train(place::Run& run, const TrainConfig& cfg, int64_t max_episodes) {
   using clock = std::chrono::steady_clock;
   const place::Problem& pb = run.problem();
-  const Graph& g = pb.graph();
-  const Cluster& c = pb.cluster();
   const int32_t D = pb.num_devices();
   TrainReport rep;
 
@@ -354,129 +660,33 @@ TrainReport train(place::Run& run, const TrainConfig& cfg, int64_t max_episodes)
   if (run.budget().samples > 0 || run.budget().seconds <= 0)
     limit = std::min<int64_t>(limit, std::max<int64_t>(1, (cap - 1) / cfg.min_episodes));
   rep.node_limit = static_cast<int32_t>(limit);
-  const Coarsening groups = coarsen(g, rep.node_limit);
-  const CoarseGraph cg = CoarseGraph::build(g, c, pb.cost(), groups);
-  const int32_t N = cg.num_nodes;
-  rep.groups = N;
-
-  // Invalid placements (out of memory) are charged invalid_penalty x an upper bound of any
-  // valid step: every op on the slowest device, one after another, plus every edge at the
-  // slowest route's uncontended transfer time, so that no valid placement costs more.
-  const place::CostView cv(pb);
-  double serial_s = 0;
-  for (int32_t op = 0; op < g.num_ops(); ++op) {
-    double slowest = 0;
-    for (int32_t d = 0; d < D; ++d) slowest = std::max(slowest, cv.op_time_s(op, d));
-    serial_s += slowest;
-  }
-  for (const Edge& e : g.edges()) {
-    double slowest = 0;
-    for (int32_t s = 0; s < D; ++s)
-      for (int32_t d = 0; d < D; ++d) slowest = std::max(slowest, cv.transfer_s(e.bytes, s, d));
-    serial_s += slowest;
-  }
-  const double penalty_s = cfg.invalid_penalty * (serial_s > 0 ? serial_s : 1.0);
-  auto charge = [&](double t) { return std::isfinite(t) ? t : penalty_s; };
-
-  // The initial placement, the same in every episode (the reference: one fixed random one).
-  std::vector<int32_t> init(N, 0);
-  if (cfg.init == "random") {
-    Rng r(run.seed() ^ 0x5bd1e9955bd1e995ULL);
-    for (auto& d : init) d = static_cast<int32_t>(r.below(static_cast<uint64_t>(D)));
-  } else if (cfg.init != "zero") {
-    throw InputError("placeto: init must be \"random\" or \"zero\"");
-  }
-  if (available() < 1 || run.out_of_time()) return rep;
-  const double t0_raw = run.evaluate(groups.expand(init));
-  rep.initial_step_s = t0_raw;
-  // Also the reward scale (rewards are fractions of it); 1 s for a graph of free ops.
-  const double t0 = charge(t0_raw) > 0 ? charge(t0_raw) : 1.0;
+  Agent agent(cfg, cfg.max_devices > 0 ? cfg.max_devices : D, run.seed());
+  agent.add_graph(pb, rep.node_limit, run.seed());
+  rep.groups = agent.groups(0);
+  if (!agent.begin(0, run, available())) return rep;
+  rep.initial_step_s = agent.initial_step_s(0);
   if (D == 1) return rep;  // one device: the initial placement is the only one
 
-  PlacetoPolicy policy(D, cfg.policy, run.seed());
-  nn::AdamConfig ac;
-  ac.lr = cfg.lr;
-  nn::Adam adam(policy.params(), ac);
-  Rng rng(run.seed() + 0x9e3779b97f4a7c15ULL);
-  std::vector<std::deque<double>> history(N);  // per round: returns of the last K episodes
-
-  std::vector<int32_t> p(N), actions(N);
-  std::vector<uint8_t> visited(N);
-  std::vector<double> reward(N), ret(N), adv(N);
   // Episodes that simulate nothing (every sampled device equals the current one) spend no
   // budget; after kIdleEpisodes of them in a row the policy has settled: stop.
   constexpr int32_t kIdleEpisodes = 20;
-  int32_t idle = 0;
   while (max_episodes <= 0 || rep.episodes < max_episodes) {
     if (available() < 1 || run.out_of_time()) break;
-    const int64_t samples_before = run.samples();
     const auto t_start = clock::now();
-    p = init;
-    std::fill(visited.begin(), visited.end(), 0);
-    double t_prev = t0;
-    bool partial = false;
-    for (int32_t v = 0; v < N; ++v) {
-      int32_t a = 0;
-      {
-        nn::NoGradGuard no_grad;
-        const nn::Var lg = policy.logits(cg, p, visited, v);
-        nn::categorical_sample(&a, lg.value().data(), 1, D, rng);
-      }
-      double t = t_prev;
-      if (a != p[v]) {  // an unchanged placement is not simulated again (deterministic)
-        if (available() < 1 || run.out_of_time()) {
-          partial = true;
-          break;
-        }
-        p[v] = a;
-        t = charge(run.evaluate(groups.expand(p)));
-      }
-      actions[v] = a;
-      reward[v] = (t_prev - t) / t0;
-      t_prev = t;
-      visited[v] = 1;
-    }
-    if (partial) {  // the budget ended inside the episode: no update on a partial episode
+    const Agent::Episode ep = agent.train_episode(0, run, available());
+    if (!ep.complete) {  // the budget ended inside the episode: not trained on
       rep.partial = true;
       break;
     }
-    // Discounted returns, and the reference's per-round baseline: the mean return at that
-    // round over the last K episodes, this one included.
-    double acc = 0;
-    for (int32_t v = N - 1; v >= 0; --v) ret[v] = acc = reward[v] + cfg.discount * acc;
-    for (int32_t v = 0; v < N; ++v) {
-      auto& h = history[v];
-      h.push_back(ret[v]);
-      while (static_cast<int32_t>(h.size()) > cfg.baseline_episodes) h.pop_front();
-      adv[v] = ret[v] - std::accumulate(h.begin(), h.end(), 0.0) / static_cast<double>(h.size());
-    }
-    // REINFORCE: replay the episode's states with gradients (the policy has not changed), sum
-    // -(adv * log pi(a) + entropy * H) over the rounds, clip, one Adam step.
-    policy.params().zero_grad();
-    p = init;
-    std::fill(visited.begin(), visited.end(), 0);
-    for (int32_t v = 0; v < N; ++v) {
-      const nn::Var lg = policy.logits(cg, p, visited, v);
-      const nn::Var lp = nn::categorical_log_prob(lg, std::vector<int32_t>{actions[v]});
-      const nn::Var ent = nn::categorical_entropy(lg);
-      const nn::Var loss = nn::sum(nn::add(nn::scale(lp, static_cast<float>(-adv[v])),
-                                           nn::scale(ent, static_cast<float>(-cfg.entropy))));
-      nn::backward(loss);
-      p[v] = actions[v];
-      visited[v] = 1;
-    }
-    if (cfg.grad_clip > 0) nn::clip_grad_norm(policy.params(), cfg.grad_clip);
-    adam.step();
     ++rep.episodes;
-    idle = run.samples() == samples_before ? idle + 1 : 0;
-    if (idle >= kIdleEpisodes) {
+    if (agent.idle(0) >= kIdleEpisodes) {
       rep.settled = true;
       break;
     }
     rep.last_episode_s = std::chrono::duration<double>(clock::now() - t_start).count();
     char msg[128];
     std::snprintf(msg, sizeof msg, "episode %lld, end %.4g s", static_cast<long long>(rep.episodes),
-                  t_prev);
+                  ep.end_step_s);
     run.progress(msg);
   }
   return rep;

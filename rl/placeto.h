@@ -12,17 +12,24 @@
 // Glossary: N = coarse nodes (groups), D = devices, W = width, F = kStaticFeatures + 2 + D.
 #pragma once
 
+#include <climits>
+#include <cmath>
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "core/cluster.h"
 #include "core/graph.h"
 #include "core/placement.h"
+#include "core/rng.h"
 #include "nn/graph_ops.h"
+#include "nn/optim.h"
 #include "nn/parameters.h"
 #include "nn/tensor.h"
+#include "place/options.h"
 #include "place/run.h"
 #include "sim/cost_model.h"
 
@@ -82,15 +89,22 @@ struct PolicyConfig {
 //   over descendants and a_R over parallel nodes (zeros mean for an empty set)
 //   logits = classifier([a_P | a_C | a_R | e_v])                (1, D), FNN 8W-16W-8W-D
 // Every f, g is a two-layer FNN with a relu between its layers.
+// The policy has A = num_devices device slots (one-hot width and logits); a graph on a cluster
+// of D < A devices masks the logits of slots D..A-1 (-1e9), so one policy trained across graphs
+// serves clusters of 1..A devices.
 class PlacetoPolicy {
  public:
   PlacetoPolicy(int32_t num_devices, PolicyConfig config, uint64_t seed);
-  // placement (N) devices, visited (N) 0/1, current in [0, N).
+  // placement (N) devices, visited (N) 0/1, current in [0, N). (1, A) logits on the policy's
+  // device.
   nn::Var logits(const CoarseGraph& cg, const std::vector<int32_t>& placement,
                  const std::vector<uint8_t>& visited, int32_t current) const;
   nn::ParameterBuffer& params() { return params_; }
+  const nn::ParameterBuffer& params() const { return params_; }
   int32_t num_devices() const { return num_devices_; }
   const PolicyConfig& config() const { return config_; }
+  // Moves the parameters to `device` (cuda: builds with CUDA); sampling stays on the host.
+  void to_device(nn::Device device);
 
  private:
   struct Fnn {
@@ -101,6 +115,7 @@ class PlacetoPolicy {
 
   int32_t num_devices_;
   PolicyConfig config_;
+  nn::Device device_ = nn::Device::cpu;
   nn::ParameterBuffer params_;
   Fnn node_, f_fw_, g_fw_, f_bw_, g_bw_, f_p_, g_p_, f_c_, g_c_, f_r_, g_r_, classifier_;
 };
@@ -118,6 +133,82 @@ struct TrainConfig {
   double invalid_penalty = 2.0;    // an invalid placement counts as this x serial time
   std::string init = "random";     // initial placement: "random" (fixed per run) or "zero"
   int64_t default_samples = 2000;  // when the run's budget sets no sample limit
+  int32_t max_devices = 0;         // policy device slots A; 0 = the (largest) cluster's D
+};
+
+// The "placeto" method's options as a configuration (the one reading of them, for the method
+// and for `gdp train --method placeto`).
+TrainConfig train_config(const place::Options& o);
+
+// Placeto's training state: one policy (with Adam and the sampling stream) and, per graph, its
+// coarse graph, the fixed initial placement and the per-round baseline history. An episode on
+// graph i visits its groups in order; training episodes simulate every move through the graph's
+// place::Run and update the policy (REINFORCE); placement-only episodes (zero-shot) simulate the
+// final placement once. Driven by train() (the "placeto" method, one graph) and by
+// `gdp train --method placeto` (rl/placeto_learner.cpp: one graph or a suite, checkpointed).
+class Agent {
+ public:
+  // A = max_devices slots; a fresh policy seeded by `seed`.
+  Agent(const TrainConfig& cfg, int32_t max_devices, uint64_t seed,
+        nn::Device device = nn::Device::cpu);
+  // Starts from a trained policy instead (its slots and width).
+  Agent(const TrainConfig& cfg, const PlacetoPolicy& policy, uint64_t seed,
+        nn::Device device = nn::Device::cpu);
+
+  // Adds a graph, coarsened to node_limit groups; `seed` fixes its initial placement. Returns
+  // its index. The initial placement is simulated at the first episode (a sample).
+  size_t add_graph(const place::Problem& pb, int32_t node_limit, uint64_t seed);
+
+  struct Episode {
+    bool complete = false;   // false: the budget ended inside it (no update)
+    int64_t samples = 0;     // simulated during the episode
+    double end_step_s = 0;   // the final placement's (charged) step time
+    double mean_step_s = 0;  // over the valid step times simulated (+inf when none)
+    double invalid_frac = 0;
+    double entropy = 0;  // mean over the rounds
+    double loss = 0;     // -sum adv * log p
+  };
+  // Simulates graph i's initial placement if not yet done (false: no sample allowed).
+  bool begin(size_t i, place::Run& run, int64_t allowed = INT64_MAX);
+  // One training episode on graph i, its simulations through `run` (the graph's problem), at
+  // most `allowed` of them (and the run's budget); more needed: an incomplete episode.
+  Episode train_episode(size_t i, place::Run& run, int64_t allowed = INT64_MAX);
+  // One placement of graph i without learning: greedy (argmax) or sampled; simulated once.
+  Episode place_episode(size_t i, place::Run& run, bool greedy);
+
+  size_t num_graphs() const { return graphs_.size(); }
+  int32_t groups(size_t i) const { return graphs_[i].cg.num_nodes; }
+  const Coarsening& coarsening(size_t i) const { return graphs_[i].groups; }
+  double initial_step_s(size_t i) const { return graphs_[i].initial_raw; }
+  int64_t episodes(size_t i) const { return graphs_[i].episodes; }
+  // Episodes in a row that sampled no move (the policy has settled).
+  int32_t idle(size_t i) const { return graphs_[i].idle; }
+  const PlacetoPolicy& policy() const { return *policy_; }
+
+  nlohmann::ordered_json save(const std::string& bin) const;
+  void load(const nlohmann::json& state, const std::string& bin, const std::string& source);
+
+ private:
+  struct GraphCtx {
+    const place::Problem* pb = nullptr;
+    Coarsening groups;
+    CoarseGraph cg;
+    double penalty_s = 0;
+    std::vector<int32_t> init;
+    bool started = false;  // the initial placement was simulated
+    double initial_raw = 0, t0 = 1;
+    std::vector<std::deque<double>> history;  // per round: returns of the last K episodes
+    int64_t episodes = 0;
+    int32_t idle = 0;
+  };
+  bool start(GraphCtx& g, place::Run& run, int64_t allowed);
+  double charge(const GraphCtx& g, double t) const { return std::isfinite(t) ? t : g.penalty_s; }
+
+  TrainConfig cfg_;
+  std::unique_ptr<PlacetoPolicy> policy_;
+  std::unique_ptr<nn::Adam> adam_;
+  Rng rng_;
+  std::vector<GraphCtx> graphs_;
 };
 
 struct TrainReport {

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "rl/placeto.h"
 #include "rl/register.h"
+#include "rl/session.h"
 
 namespace gdp::rl {
 
@@ -13,21 +14,13 @@ namespace {
 
 class PlacetoPlacer : public place::Placer {
  public:
-  explicit PlacetoPlacer(const place::Options& o) {
-    cfg_.max_nodes = static_cast<int32_t>(o.integer("max_nodes"));
-    cfg_.min_episodes = static_cast<int32_t>(o.integer("min_episodes"));
-    cfg_.policy.width = static_cast<int32_t>(o.integer("width"));
-    cfg_.policy.rounds = static_cast<int32_t>(o.integer("rounds"));
-    cfg_.lr = o.number("lr");
-    cfg_.entropy = o.number("entropy");
-    cfg_.discount = o.number("discount");
-    cfg_.baseline_episodes = static_cast<int32_t>(o.integer("baseline_episodes"));
-    cfg_.grad_clip = o.number("grad_clip");
-    cfg_.invalid_penalty = o.number("invalid_penalty");
-    cfg_.init = o.string("init");
-  }
+  explicit PlacetoPlacer(const place::Options& o)
+      : cfg_(placeto::train_config(o)),
+        checkpoint_(o.string("checkpoint")),
+        samples_(o.integer("samples")) {}
 
   Placement place(place::Run& run) override {
+    if (!checkpoint_.empty()) return zero_shot(run);
     const placeto::TrainReport r = placeto::train(run, cfg_);
     char note[256];
     std::snprintf(note, sizeof note,
@@ -46,7 +39,36 @@ class PlacetoPlacer : public place::Placer {
   }
 
  private:
+  // A trained policy (gdp train --method placeto) places the graph without learning: one
+  // greedy episode, then `samples` sampled ones; each placement simulated once.
+  Placement zero_shot(place::Run& run) {
+    placeto::TrainConfig trained;
+    const auto policy = load_placeto_policy(checkpoint_, &trained);
+    placeto::Agent agent(trained, *policy, run.seed());
+    agent.add_graph(run.problem(), trained.max_nodes, run.seed());
+    Placement last;
+    int64_t episodes = 0;
+    for (int64_t k = 0; k <= samples_; ++k) {
+      if (run.samples_left() < 1 || run.out_of_time()) break;
+      agent.place_episode(0, run, k == 0);
+      ++episodes;
+    }
+    char note[224];
+    std::snprintf(
+        note, sizeof note,
+        "zero-shot from %s: greedy + %lld sampled placements, %d coarse nodes, best %.4g s",
+        checkpoint_.c_str(), static_cast<long long>(episodes > 0 ? episodes - 1 : 0),
+        agent.groups(0), run.best_step_s());
+    run.set_note(note);
+    if (run.has_best()) return run.best();
+    throw InputError("placeto: zero-shot from " + checkpoint_ +
+                     ": no valid placement (the budget allowed " + std::to_string(episodes) +
+                     " samples)");
+  }
+
   placeto::TrainConfig cfg_;
+  std::string checkpoint_;
+  int64_t samples_ = 0;
 };
 
 }  // namespace
@@ -80,7 +102,14 @@ place::MethodInfo placeto_method() {
                             "compute time"),
        place::string_option("init", d.init, {"random", "zero"},
                             "initial placement of every episode: one fixed random placement "
-                            "per run, or all on device 0")},
+                            "per run, or all on device 0"),
+       place::integer_option("max_devices", d.max_devices, 0, 64,
+                             "policy device slots; 0 = the cluster's (a suite's largest) count"),
+       place::string_option("checkpoint", "", {},
+                            "a gdp train --method placeto DIR: place with its policy, no "
+                            "training (zero-shot)"),
+       place::integer_option("samples", 0, 0, int64_t{1} << 30,
+                             "zero-shot: sampled placements after the greedy one")},
       true,
       [](const place::Options& o) { return std::make_unique<PlacetoPlacer>(o); }};
 }

@@ -11,6 +11,9 @@
 #include "core/json_strict.h"
 #include "datasets/suite.h"
 #include "nn/checkpoint.h"
+#include "place/options.h"
+#include "rl/learners.h"
+#include "rl/register.h"
 #ifdef GDP_HAVE_CUDA
 #include "cuda/kernels.h"
 #endif
@@ -54,10 +57,20 @@ std::vector<TrainGraph> train_graphs(const Materialized& m) {
   return r;
 }
 
-nlohmann::ordered_json spec_to_json(const SessionSpec& s, const Policy& policy) {
+// The method's options resolved (every key, defaults filled in); hdp and placeto only.
+place::Options method_options(const SessionSpec& s, const std::string& source) {
+  if (s.method == "hdp")
+    return place::resolve_options("hdp", hdp_method().options, s.options, source);
+  if (s.method == "placeto")
+    return place::resolve_options("placeto", placeto_method().options, s.options, source);
+  throw InputError(source + ": method: expected gdp, hdp or placeto, got '" + s.method + "'");
+}
+
+nlohmann::ordered_json spec_to_json(const SessionSpec& s, const Policy* policy) {
   nlohmann::ordered_json j;
   j["format"] = "gdp-train-run";
   j["version"] = kSessionVersion;
+  j["method"] = s.method;
   j["graph"] = s.graph_path;
   j["cluster"] = s.cluster;
   j["suite"] = s.suite_path;
@@ -67,9 +80,14 @@ nlohmann::ordered_json spec_to_json(const SessionSpec& s, const Policy& policy) 
   j["device"] = s.device;
   j["budget"] = {{"samples", s.budget.samples}, {"seconds", s.budget.seconds}};
   j["max_iterations"] = s.max_iterations;
-  j["train"] = s.config.to_json();
-  j["train"]["policy"] = policy.config().to_json();  // an init's policy config wins
-  j["vocabulary"] = policy.vocabulary().to_json();
+  j["checkpoint_every"] = s.checkpoint_every;
+  if (policy) {
+    j["train"] = s.config.to_json();
+    j["train"]["policy"] = policy->config().to_json();  // an init's policy config wins
+    j["vocabulary"] = policy->vocabulary().to_json();
+  } else {
+    j["options"] = s.options;
+  }
   return j;
 }
 
@@ -85,10 +103,13 @@ SessionFile read_session(const std::string& dir) {
   sj.check_header(j, "gdp-train-run", kSessionVersion);
   sj.check_keys(j, "",
                 {"format", "version", "graph", "cluster", "suite", "profile", "init", "seed",
-                 "device", "budget", "max_iterations", "train", "vocabulary"},
-                {});
+                 "device", "budget", "max_iterations"},
+                {"method", "checkpoint_every", "train", "vocabulary", "options"});
   SessionFile f;
   SessionSpec& s = f.spec;
+  s.method = j.contains("method") ? sj.string(j, "method", "") : "gdp";
+  if (j.contains("checkpoint_every"))
+    s.checkpoint_every = static_cast<int32_t>(sj.integer(j, "checkpoint_every", "", -1, 1 << 30));
   s.graph_path = sj.string(j, "graph", "");
   s.cluster = sj.string(j, "cluster", "");
   s.suite_path = sj.string(j, "suite", "");
@@ -104,8 +125,13 @@ SessionFile read_session(const std::string& dir) {
   s.budget.samples = sj.integer(b, "samples", "budget");
   s.budget.seconds = sj.number(b, "seconds", "budget");
   s.max_iterations = sj.integer(j, "max_iterations", "");
-  s.config = TrainConfig::from_json(sj.object(j, "train", ""), path + ": train");
-  f.vocabulary = sj.object(j, "vocabulary", "");
+  if (s.method == "gdp") {
+    s.config = TrainConfig::from_json(sj.object(j, "train", ""), path + ": train");
+    f.vocabulary = sj.object(j, "vocabulary", "");
+  } else {
+    s.options = sj.object(j, "options", "");
+    method_options(s, path + ": options");  // checks them
+  }
   return f;
 }
 
@@ -130,7 +156,7 @@ std::string log_row(const IterationStats& r, bool batch) {
   return s;
 }
 
-void write_best(const Trainer& t, const std::string& dir) {
+void write_best(const Learner& t, const std::string& dir) {
   const bool batch = t.num_graphs() > 1;
   for (size_t i = 0; i < t.num_graphs(); ++i) {
     if (!t.run(i).has_best()) continue;
@@ -141,7 +167,7 @@ void write_best(const Trainer& t, const std::string& dir) {
   }
 }
 
-void write_summary(const Trainer& t, const std::string& dir) {
+void write_summary(const Learner& t, const std::string& dir, const std::string& method) {
   nlohmann::ordered_json gs = nlohmann::ordered_json::array();
   double logsum = 0;
   int valid = 0;
@@ -163,6 +189,7 @@ void write_summary(const Trainer& t, const std::string& dir) {
     gs.push_back(std::move(g));
   }
   nlohmann::ordered_json j;
+  j["method"] = method;
   if (t.num_graphs() == 1) {
     for (const char* k : {"best_step_time_s", "reference_step_time_s", "reference_method",
                           "speedup_over_reference"})
@@ -190,7 +217,7 @@ int64_t file_size_of(const std::string& path) {
 
 // Iterates to the budget, logging, checkpointing; ends with the best placements, a
 // checkpoint and the summary.
-void run_loop(Trainer& t, const SessionSpec& s, const std::string& dir, const IterationFn& on_it,
+void run_loop(Learner& t, const SessionSpec& s, const std::string& dir, const IterationFn& on_it,
               int64_t max_iterations) {
   const bool batch = t.num_graphs() > 1;
   const std::string log_path = (fs::path(dir) / "log.csv").string();
@@ -204,7 +231,7 @@ void run_loop(Trainer& t, const SessionSpec& s, const std::string& dir, const It
     log.flush();
     if (!log) throw InputError(log_path + ": write error");
     if (on_it) on_it(rows, t);
-    const int32_t every = t.config().checkpoint_every;
+    const int32_t every = s.checkpoint_every >= 0 ? s.checkpoint_every : t.checkpoint_every();
     if (every > 0 && t.iteration() % every == 0) {
       write_best(t, dir);
       t.save(dir, file_size_of(log_path));
@@ -213,7 +240,7 @@ void run_loop(Trainer& t, const SessionSpec& s, const std::string& dir, const It
   log.close();
   write_best(t, dir);
   t.save(dir, file_size_of(log_path));
-  write_summary(t, dir);
+  write_summary(t, dir, s.method);
 }
 
 nn::Device device_of(const SessionSpec& s) {
@@ -242,47 +269,87 @@ void check_device(const std::string& device) {
 #endif
 }
 
+namespace {
+
+// The learner of a session: GDP's trainer (from `init`'s policy when given) or a baseline.
+std::unique_ptr<Learner> make_learner(const SessionSpec& s, const Materialized& m,
+                                      const std::string& source) {
+  if (s.method == "gdp") {
+    std::unique_ptr<Policy> init;
+    if (!s.init_dir.empty()) init = load_policy(s.init_dir);
+    return std::make_unique<Trainer>(s.config, train_graphs(m), m.cost, s.seed, init.get(),
+                                     device_of(s));
+  }
+  const place::Options o = method_options(s, source);
+  const int32_t every = 100;  // hdp iterations; placeto uses 1 (an episode per graph)
+  if (s.method == "hdp") {
+    if (!s.init_dir.empty()) throw InputError(source + ": init: hdp does not start from a run");
+    return make_hdp_learner(hdp_config(o), train_graphs(m), m.cost, s.seed, device_of(s), every);
+  }
+  if (!o.string("checkpoint").empty())
+    throw InputError(source +
+                     ": options.checkpoint: is for placing with a trained policy (gdp "
+                     "place); to train from one give --init DIR");
+  placeto::TrainConfig cfg = placeto::train_config(o);
+  std::unique_ptr<placeto::PlacetoPolicy> init;
+  if (!s.init_dir.empty()) init = load_placeto_policy(s.init_dir, nullptr);
+  return make_placeto_learner(cfg, train_graphs(m), m.cost, s.seed, device_of(s), s.budget, 1,
+                              init.get());
+}
+
+}  // namespace
+
 void train(const SessionSpec& spec_in, const std::string& dir, const IterationFn& on_iteration) {
   SessionSpec spec = spec_in;
   check_device(spec.device);
+  if (spec.method != "gdp") {
+    // Resolve (and check) the options before anything is written; placeto's device slots
+    // are fixed now so that a policy read back from the run has the same shape.
+    spec.options = method_options(spec, "train --options").json();
+  }
   if (fs::exists(fs::path(dir) / "config.json"))
     throw InputError(dir + ": holds a training run already; resume it with --resume " + dir +
                      " or choose another --out");
-  fs::create_directories(dir);
   auto m = materialize(spec);
   spec.budget = effective_budget(spec, m->graphs.size());
-  std::unique_ptr<Policy> init;
-  if (!spec.init_dir.empty()) init = load_policy(spec.init_dir);
-  Trainer t(spec.config, train_graphs(*m), m->cost, spec.seed, init.get(), device_of(spec));
+  if (spec.method == "placeto" && spec.init_dir.empty())
+    spec.options["max_devices"] = placeto_slots(
+        placeto::train_config(method_options(spec, "train --options")), train_graphs(*m));
+  std::unique_ptr<Learner> t = make_learner(spec, *m, "train");
+  fs::create_directories(dir);
+  const Trainer* gdp = dynamic_cast<const Trainer*>(t.get());
   write_text_file_atomic((fs::path(dir) / "config.json").string(),
-                         spec_to_json(spec, t.policy()).dump(2) + "\n");
+                         spec_to_json(spec, gdp ? &gdp->policy() : nullptr).dump(2) + "\n");
   write_text_file_atomic((fs::path(dir) / "log.csv").string(), log_header(m->graphs.size() > 1));
-  run_loop(t, spec, dir, on_iteration, spec.max_iterations);
+  run_loop(*t, spec, dir, on_iteration, spec.max_iterations);
 }
 
 void resume(const std::string& dir, const IterationFn& on_iteration, int64_t max_iterations) {
   SessionFile f = read_session(dir);
   auto m = materialize(f.spec);
-  std::unique_ptr<Policy> init;
-  if (!f.spec.init_dir.empty()) init = load_policy(f.spec.init_dir);
   check_device(f.spec.device);
-  Trainer t(f.spec.config, train_graphs(*m), m->cost, f.spec.seed, init.get(), device_of(f.spec));
-  if (t.policy().vocabulary().to_json() != OpVocabulary::from_json(f.vocabulary, dir).to_json())
-    throw InputError(dir +
-                     "/config.json: vocabulary: differs from the graphs' (were the graph "
-                     "files changed since the run started?)");
-  const int64_t log_bytes = t.load(dir);
+  std::unique_ptr<Learner> t = make_learner(f.spec, *m, dir + "/config.json");
+  if (const Trainer* gdp = dynamic_cast<const Trainer*>(t.get()))
+    if (gdp->policy().vocabulary().to_json() !=
+        OpVocabulary::from_json(f.vocabulary, dir).to_json())
+      throw InputError(dir +
+                       "/config.json: vocabulary: differs from the graphs' (were the graph "
+                       "files changed since the run started?)");
+  const int64_t log_bytes = t->load(dir);
   // The killed run may have logged iterations after its last checkpoint: cut them.
   const std::string log_path = (fs::path(dir) / "log.csv").string();
   std::error_code ec;
   fs::resize_file(log_path, static_cast<uintmax_t>(log_bytes), ec);
   if (ec)
     throw InputError(log_path + ": cannot cut the log back to the checkpoint: " + ec.message());
-  run_loop(t, f.spec, dir, on_iteration, max_iterations);
+  run_loop(*t, f.spec, dir, on_iteration, max_iterations);
 }
 
 std::unique_ptr<Policy> load_policy(const std::string& dir) {
   SessionFile f = read_session(dir);
+  if (f.spec.method != "gdp")
+    throw InputError(dir + "/config.json: method: a GDP policy was expected; this run trained '" +
+                     f.spec.method + "'");
   const std::string cfg = (fs::path(dir) / "config.json").string();
   auto policy = std::make_unique<Policy>(
       f.spec.config.policy, OpVocabulary::from_json(f.vocabulary, cfg + ": vocabulary"),
@@ -297,6 +364,32 @@ std::unique_ptr<Policy> load_policy(const std::string& dir) {
   } catch (const std::runtime_error& e) {
     throw InputError(dir + ": the checkpoint does not fit this policy: " + e.what());
   }
+  return policy;
+}
+
+std::unique_ptr<placeto::PlacetoPolicy> load_placeto_policy(const std::string& dir,
+                                                            placeto::TrainConfig* config) {
+  SessionFile f = read_session(dir);
+  const std::string cfg_path = (fs::path(dir) / "config.json").string();
+  if (f.spec.method != "placeto")
+    throw InputError(cfg_path + ": method: a Placeto policy was expected; this run trained '" +
+                     f.spec.method + "'");
+  const placeto::TrainConfig cfg =
+      placeto::train_config(method_options(f.spec, cfg_path + ": options"));
+  if (cfg.max_devices < 1)
+    throw InputError(cfg_path + ": options.max_devices: expected the policy's device slots (>= 1)");
+  auto policy = std::make_unique<placeto::PlacetoPolicy>(cfg.max_devices, cfg.policy, f.spec.seed);
+  const std::string state_path = (fs::path(dir) / "state.json").string();
+  StrictJson sj(state_path);
+  const nlohmann::json st = sj.parse(read_text_file(state_path));
+  sj.check_header(st, "gdp-train-state", 1);
+  const std::string bin = (fs::path(dir) / sj.string(st, "checkpoint", "")).string();
+  try {
+    nn::load_checkpoint(bin, policy->params(), nullptr);
+  } catch (const std::runtime_error& e) {
+    throw InputError(dir + ": the checkpoint does not fit this policy: " + e.what());
+  }
+  if (config) *config = cfg;
   return policy;
 }
 

@@ -1,7 +1,9 @@
 // A training run on disk (`gdp train`): what it trains on, where it writes, and how it
-// resumes. Layout of DIR:
-//   config.json      the resolved configuration: training and policy config, op vocabulary,
-//                    seed, graphs (files or a suite), cluster, cost profile, budget, init
+// resumes. The learner is GDP's PPO trainer (method "gdp", rl/trainer.h) or a learned baseline
+// ("hdp", "placeto": rl/learners.h); all three share this layout. Layout of DIR:
+//   config.json      the resolved configuration: method, its options (hdp, placeto) or the
+//                    training and policy config and op vocabulary (gdp), seed, graphs (files or
+//                    a suite), cluster, cost profile, budget, init
 //   log.csv          one row per iteration and graph
 //   best.json        the best placement (GDP-one); best-<graph>.json per graph (GDP-batch)
 //   state.json + ckpt-<iteration>.bin   the checkpoint (rl/trainer.h), written atomically
@@ -20,12 +22,20 @@
 #include <vector>
 
 #include "place/run.h"
+#include "rl/learner.h"
+#include "rl/placeto.h"
 #include "rl/policy.h"
 #include "rl/trainer.h"
 
 namespace gdp::rl {
 
 struct SessionSpec {
+  std::string method = "gdp";  // "gdp", "hdp" or "placeto"
+  // hdp, placeto: the method's options (place/ registry: checked, defaults filled in).
+  nlohmann::json options = nlohmann::json::object();
+  // Iterations between checkpoints; -1: the learner's default (gdp: its TrainConfig's; hdp:
+  // 100 iterations; placeto: every iteration, an episode per graph).
+  int32_t checkpoint_every = -1;
   // Either one graph and a cluster (GDP-one), or a suite (GDP-batch: every entry).
   std::string graph_path;
   std::string cluster;  // preset or file
@@ -40,7 +50,7 @@ struct SessionSpec {
 };
 
 // One line per iteration for the console.
-using IterationFn = std::function<void(const std::vector<IterationStats>&, const Trainer&)>;
+using IterationFn = std::function<void(const std::vector<IterationStats>&, const Learner&)>;
 
 // Starts a run in `dir` (created; an existing run there is an error: resume it instead).
 void train(const SessionSpec& spec, const std::string& dir, const IterationFn& on_iteration = {});
@@ -49,9 +59,13 @@ void train(const SessionSpec& spec, const std::string& dir, const IterationFn& o
 void resume(const std::string& dir, const IterationFn& on_iteration = {},
             int64_t max_iterations = 0);
 
-// The policy of a training DIR (config.json + its checkpoint), for zero-shot placement and
+// The policy of a GDP training DIR (config.json + its checkpoint), for zero-shot placement and
 // fine-tuning.
 std::unique_ptr<Policy> load_policy(const std::string& dir);
+// The policy of a Placeto training DIR (`gdp train --method placeto`), for zero-shot placement;
+// *config gets its training configuration.
+std::unique_ptr<placeto::PlacetoPolicy> load_placeto_policy(const std::string& dir,
+                                                            placeto::TrainConfig* config);
 
 // "cpu" or "cuda"; cuda without a visible GPU (or a build without CUDA) is an InputError.
 void check_device(const std::string& device);

@@ -113,68 +113,33 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
   for (auto& spec : graphs) {
     GraphState st;
     st.spec = spec;
-    if (spec.run) {
-      st.run = spec.run;
-    } else {
-      st.own_problem = std::make_unique<place::Problem>(*spec.graph, *spec.cluster, cost_);
-      st.own_run = std::make_unique<place::Run>(*st.own_problem, "gdp", place::Budget(), seed);
-      st.run = st.own_run.get();
-    }
+    st.run = attach_run(spec, cost_, "gdp", seed, st.own);
     const place::Problem& problem = st.run->problem();
     st.input = policy_->prepare(problem.graph(), problem.cluster(), problem.cost());
     st.input.to_device(device);
-    for (const char* m : {"human", "single", "round-robin"}) {
-      const Placement p =
-          place::place(place::prepare(place::registry(), m), problem, place::Budget(), seed)
-              .placement;
-      auto state = problem.simulator().make_state();
-      const double t = problem.simulator().step_time(p, *state);
-      if (std::isfinite(t)) {
-        st.reference_s = t;
-        st.reference_method = m;
-        if (config_.keep_reference && st.run->samples_left() > 0) st.run->evaluate(p);
-        const place::Units& units = st.input.units;
-        st.reference_actions.resize(static_cast<size_t>(units.num_units()));
-        for (int32_t u = 0; u < units.num_units(); ++u)
-          st.reference_actions[static_cast<size_t>(u)] =
-              p.device[static_cast<size_t>(units.first_op[static_cast<size_t>(u)])];
-        if (st.input.anchored) {  // relabel: unit 0's device becomes device 0
-          const int32_t d0 = st.reference_actions[0];
-          for (int32_t& a : st.reference_actions) a = a == d0 ? 0 : a == 0 ? d0 : a;
-        }
-        break;
-      }
+    const Reference ref = reference_placement(problem, seed, spec.name);
+    const Placement& p = ref.placement;
+    st.reference_s = ref.step_s;
+    st.reference_method = ref.method;
+    if (config_.keep_reference && st.run->samples_left() > 0) st.run->evaluate(p);
+    const place::Units& units = st.input.units;
+    st.reference_actions.resize(static_cast<size_t>(units.num_units()));
+    for (int32_t u = 0; u < units.num_units(); ++u)
+      st.reference_actions[static_cast<size_t>(u)] =
+          p.device[static_cast<size_t>(units.first_op[static_cast<size_t>(u)])];
+    if (st.input.anchored) {  // relabel: unit 0's device becomes device 0
+      const int32_t d0 = st.reference_actions[0];
+      for (int32_t& a : st.reference_actions) a = a == d0 ? 0 : a == 0 ? d0 : a;
     }
-    if (st.reference_method.empty())
-      throw InputError("train: graph '" + spec.name +
-                       "': no reference placement (human, single, round-robin) is valid on "
-                       "cluster '" +
-                       problem.cluster().name + "'; the reward needs one");
     graphs_.push_back(std::move(st));
   }
 }
 
 Trainer::~Trainer() = default;
 
-int64_t Trainer::total_samples() const {
-  int64_t n = 0;
-  for (const auto& g : graphs_) n += g.run->samples();
-  return n;
-}
-
 double Trainer::wall_s() const {
   return wall_offset_s_ +
          std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-}
-
-int64_t Trainer::samples_to_best(size_t i) const {
-  const auto& c = graphs_[i].run->curve();
-  return c.empty() ? 0 : c.back().samples;
-}
-
-double Trainer::seconds_to_best(size_t i) const {
-  const auto& c = graphs_[i].run->curve();
-  return c.empty() ? 0 : c.back().wall_s;
 }
 
 bool Trainer::done(const place::Budget& budget) const {
@@ -349,29 +314,13 @@ void Trainer::save(const std::string& dir, int64_t log_bytes) const {
   j["log_bytes"] = log_bytes;
   nlohmann::ordered_json gs = nlohmann::ordered_json::array();
   for (const auto& g : graphs_) {
-    nlohmann::ordered_json x;
-    x["name"] = g.spec.name;
-    x["samples"] = g.run->samples();
-    x["elapsed_s"] = g.run->elapsed_s();
-    x["best_step_s"] = g.run->has_best() ? nlohmann::ordered_json(g.run->best_step_s())
-                                         : nlohmann::ordered_json(nullptr);
-    x["best"] = g.run->best().device;
-    nlohmann::ordered_json curve = nlohmann::ordered_json::array();
-    for (const auto& c : g.run->curve()) curve.push_back({c.samples, c.wall_s, c.best_step_s});
-    x["curve"] = std::move(curve);
+    nlohmann::ordered_json x = run_state_to_json(g.spec.name, *g.run);
     if (std::isfinite(g.imitation_accuracy)) x["imitation_accuracy"] = g.imitation_accuracy;
     gs.push_back(std::move(x));
   }
   j["graphs"] = std::move(gs);
   write_text_file_atomic((fs::path(dir) / "state.json").string(), j.dump(1) + "\n");
-  // Older checkpoints are no longer named by the state: remove them.
-  std::error_code ec;
-  for (const auto& f : fs::directory_iterator(dir, ec)) {
-    const std::string n = f.path().filename().string();
-    if (n.rfind("ckpt-", 0) == 0 && n != bin && n.size() > 4 &&
-        n.compare(n.size() - 4, 4, ".bin") == 0)
-      fs::remove(f.path(), ec);
-  }
+  remove_old_checkpoints(dir, bin);  // no longer named by the state
 }
 
 int64_t Trainer::load(const std::string& dir) {
@@ -411,28 +360,8 @@ int64_t Trainer::load(const std::string& dir) {
                   {"imitation_accuracy"});
     if (x.contains("imitation_accuracy"))
       graphs_[i].imitation_accuracy = sj.number(x, "imitation_accuracy", p, 0, 1);
-    if (sj.string(x, "name", p) != graphs_[i].spec.name)
-      sj.fail(json_path(p, "name"), "expected graph \"" + graphs_[i].spec.name + "\"");
-    Placement best;
-    const nlohmann::json& b = sj.array(x, "best", p);
-    const int32_t n = graphs_[i].spec.graph->num_ops();
-    if (!b.empty() && static_cast<int64_t>(b.size()) != n)
-      sj.fail(json_path(p, "best"), "expected " + std::to_string(n) + " devices");
-    for (size_t k = 0; k < b.size(); ++k)
-      best.device.push_back(static_cast<int32_t>(
-          sj.integer_value(b[k], json_path(json_path(p, "best"), k), 0, 1 << 20)));
-    std::vector<place::CurvePoint> curve;
-    const nlohmann::json& c = sj.array(x, "curve", p);
-    for (size_t k = 0; k < c.size(); ++k) {
-      const std::string q = json_path(json_path(p, "curve"), k);
-      if (!c[k].is_array() || c[k].size() != 3)
-        sj.fail(q, "expected [samples, wall_s, best_step_s]");
-      curve.push_back(
-          {sj.integer_value(c[k][0], q), sj.number_value(c[k][1], q), sj.number_value(c[k][2], q)});
-    }
-    const double best_s = x.at("best_step_s").is_null() ? kInf : sj.number(x, "best_step_s", p);
-    graphs_[i].run->restore(sj.integer(x, "samples", p), std::move(best), best_s, std::move(curve),
-                            sj.number(x, "elapsed_s", p));
+    run_state_from_json(sj, x, p, graphs_[i].spec.name, graphs_[i].spec.graph->num_ops(),
+                        *graphs_[i].run);
   }
   rng_ = r;
   iteration_ = it;

@@ -22,6 +22,7 @@
 #include "nn/optim.h"
 #include "place/problem.h"
 #include "place/run.h"
+#include "rl/learner.h"
 #include "rl/policy.h"
 #include "rl/ppo.h"
 #include "rl/reward.h"
@@ -54,31 +55,6 @@ struct TrainConfig {
   nlohmann::ordered_json to_json() const;
 };
 
-// A graph to train on (the caller owns graph and cluster; they outlive the trainer). With a
-// `run` (a place/ method's run: its problem, budget accounting and best), the trainer simulates
-// through it; else it makes its own problem and run.
-struct TrainGraph {
-  std::string name;
-  const Graph* graph = nullptr;
-  const Cluster* cluster = nullptr;
-  place::Run* run = nullptr;
-};
-
-// One row of the log: an iteration on one graph.
-struct IterationStats {
-  int64_t iteration = 0;
-  std::string graph;
-  int64_t samples = 0;     // of this graph, so far
-  double wall_s = 0;       // of the run, so far
-  double best_step_s = 0;  // of this graph, so far (+inf when none valid yet)
-  double mean_step_s = 0;  // over this iteration's valid samples (+inf when none)
-  double invalid_frac = 0;
-  double entropy = 0;  // mean per unit, nats
-  double loss = 0;     // the last update's PPO loss
-  double approx_kl = 0;
-  double clip_fraction = 0;
-};
-
 // Where the last iteration's time went (seconds, all graphs).
 struct PhaseTimes {
   double forward_s = 0;   // policy forward passes
@@ -89,7 +65,7 @@ struct PhaseTimes {
   double total_s() const { return forward_s + sample_s + simulate_s + backward_s + update_s; }
 };
 
-class Trainer {
+class Trainer : public Learner {
  public:
   // Builds the policy (a fresh one from `config.policy` with the vocabulary of the graphs'
   // op types, or, when `init` is given, a copy of it: fine-tuning) and, per graph, the
@@ -99,46 +75,44 @@ class Trainer {
   // stay on the host).
   Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostModel& cost, uint64_t seed,
           const Policy* init = nullptr, nn::Device device = nn::Device::cpu);
-  ~Trainer();
+  ~Trainer() override;
 
   // One iteration over every graph. Returns one row per graph.
-  std::vector<IterationStats> step();
+  std::vector<IterationStats> step() override;
   // Samples K more placements per graph would exceed the budget, or its seconds are spent.
-  bool done(const place::Budget& budget) const;
+  bool done(const place::Budget& budget) const override;
 
-  int64_t iteration() const { return iteration_; }
+  int64_t iteration() const override { return iteration_; }
+  int32_t checkpoint_every() const override { return config_.checkpoint_every; }
   const PhaseTimes& last_step_times() const { return times_; }
-  int64_t total_samples() const;
-  double wall_s() const;
+  double wall_s() const override;
   const Policy& policy() const { return *policy_; }
   const TrainConfig& config() const { return config_; }
-  size_t num_graphs() const { return graphs_.size(); }
-  const TrainGraph& graph(size_t i) const { return graphs_[i].spec; }
-  const place::Run& run(size_t i) const { return *graphs_[i].run; }
-  double reference_step_s(size_t i) const { return graphs_[i].reference_s; }
+  size_t num_graphs() const override { return graphs_.size(); }
+  const TrainGraph& graph(size_t i) const override { return graphs_[i].spec; }
+  const place::Run& run(size_t i) const override { return *graphs_[i].run; }
+  double reference_step_s(size_t i) const override { return graphs_[i].reference_s; }
   // Fraction of graph i's units whose greedy device is the reference's after the warm start
   // (NaN without one).
-  double imitation_accuracy(size_t i) const { return graphs_[i].imitation_accuracy; }
-  const std::string& reference_method(size_t i) const { return graphs_[i].reference_method; }
-  // Samples and run seconds at which graph i's best was first reached.
-  int64_t samples_to_best(size_t i) const;
-  double seconds_to_best(size_t i) const;
+  double imitation_accuracy(size_t i) const override { return graphs_[i].imitation_accuracy; }
+  const std::string& reference_method(size_t i) const override {
+    return graphs_[i].reference_method;
+  }
 
   // Checkpoint: `<dir>/ckpt-<iteration>.bin` (parameters and Adam) and `<dir>/state.json`
   // (everything else), each written atomically, the state last (it names the .bin file), so
   // a kill at any moment leaves a consistent pair. `log_bytes` is stored so that a resumed run
   // cuts the log back to this iteration.
-  void save(const std::string& dir, int64_t log_bytes) const;
+  void save(const std::string& dir, int64_t log_bytes) const override;
   // Restores a save() of a trainer built with the same config, graphs and seed. Returns the
   // stored log_bytes. Throws InputError naming the file on anything inconsistent.
-  int64_t load(const std::string& dir);
+  int64_t load(const std::string& dir) override;
 
  private:
   struct GraphState {
     TrainGraph spec;
-    std::unique_ptr<place::Problem> own_problem;
-    std::unique_ptr<place::Run> own_run;
-    place::Run* run = nullptr;  // own_run, or the caller's
+    OwnedRun own;
+    place::Run* run = nullptr;  // own.run, or the caller's
     PolicyInput input;
     double reference_s = 0;
     std::string reference_method;

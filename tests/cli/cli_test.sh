@@ -287,7 +287,20 @@ C
     printf '{"epoch": 3}' > "$tmp/bad.json"
     expect_rc 1 "unknown key" -- "$gdp" train --graph "$tmp/r.json" --cluster v100x2-nvlink --config "$tmp/bad.json" --out "$tmp/c"
     expect_rc 1 "cuda" -- "$gdp" train --graph "$tmp/r.json" --cluster v100x2-nvlink --device cuda --out "$tmp/d"
-    expect_rc 2 "--device" -- "$gdp" train --graph "$tmp/r.json" --cluster v100x2-nvlink --device tpu --out "$tmp/e" ;;
+    expect_rc 2 "--device" -- "$gdp" train --graph "$tmp/r.json" --cluster v100x2-nvlink --device tpu --out "$tmp/e"
+    # The learned baselines share the session: HDP stops after 4 iterations and resumes into
+    # the uninterrupted run; wrong flag combinations are usage errors.
+    hdp=(--method hdp --graph "$tmp/r.json" --cluster v100x2-nvlink --options '{"hidden_size": 16, "num_groups": 6}' --samples 12 --seed 2 --quiet)
+    expect_rc 0 "done" -- "$gdp" train "${hdp[@]}" --out "$tmp/h1"
+    expect_rc 0 "done" -- "$gdp" train "${hdp[@]}" --iterations 4 --checkpoint-every 2 --out "$tmp/h2"
+    expect_rc 0 "resumed" -- "$gdp" train --resume "$tmp/h2" --quiet
+    cmp -s "$tmp/h1/best.json" "$tmp/h2/best.json" || fail "hdp resumed run: other best.json"
+    [ "$(cut -d, -f1,2,4- "$tmp/h1/log.csv")" = "$(cut -d, -f1,2,4- "$tmp/h2/log.csv")" ] || fail "hdp resumed run: other log rows"
+    grep -q '"method": "hdp"' "$tmp/h1/summary.json" || fail "hdp summary.json lacks its method"
+    expect_rc 2 "--options is for" -- "$gdp" train --graph "$tmp/r.json" --cluster v100x2-nvlink --options '{}' --out "$tmp/f"
+    expect_rc 2 "--config is gdp" -- "$gdp" train --method placeto --graph "$tmp/r.json" --cluster v100x2-nvlink --config "$tmp/cfg.json" --out "$tmp/f"
+    expect_rc 2 "--method expects" -- "$gdp" train --method metis --graph "$tmp/r.json" --cluster v100x2-nvlink --out "$tmp/f"
+    expect_rc 1 "options.hidden_size" -- "$gdp" train --method hdp --graph "$tmp/r.json" --cluster v100x2-nvlink --options '{"hidden_size": 3}' --out "$tmp/f" ;;
   *) fail "unknown case $case_name" ;;
 esac
 echo "PASSED: $case_name"

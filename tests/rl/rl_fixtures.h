@@ -1,14 +1,20 @@
 // Small graphs and configurations for the rl tests.
 #pragma once
 
+#include <filesystem>
+#include <functional>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "core/cluster.h"
 #include "core/graph.h"
+#include "core/io.h"
 #include "place/registry.h"
 #include "rl/register.h"
 #include "rl/trainer.h"
 #include "sim/sim_fixtures.h"
+#include "test_paths.h"
 
 namespace gdp::test {
 
@@ -60,6 +66,42 @@ inline const place::Registry& rl_registry() {
     return x;
   }();
   return r;
+}
+
+// The message of what f throws ("" when it throws nothing).
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// An empty directory for a training run under the build tree.
+inline std::filesystem::path fresh_dir(const std::string& name) {
+  const std::filesystem::path d = std::filesystem::path(binary_dir()) / "rl_test_runs" / name;
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d.parent_path());
+  return d;
+}
+
+inline std::string text_of(const std::filesystem::path& p) { return read_text_file(p.string()); }
+
+// log.csv without its wall_s column (the only column that depends on the machine's speed):
+// column 2, or 3 in a suite's log (after "graph").
+inline std::string log_without_wall(const std::filesystem::path& p, size_t wall_column = 2) {
+  std::istringstream in(text_of(p));
+  std::string line, out;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cols;
+    std::stringstream ss(line);
+    std::string c;
+    while (std::getline(ss, c, ',')) cols.push_back(c);
+    for (size_t k = 0; k < cols.size(); ++k)
+      if (k != wall_column) out += cols[k] + (k + 1 < cols.size() ? "," : "\n");
+  }
+  return out;
 }
 
 }  // namespace gdp::test

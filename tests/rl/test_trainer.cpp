@@ -23,16 +23,12 @@ using namespace gdp;
 using Catch::Contains;
 namespace fs = std::filesystem;
 
-namespace {
+using test::error_of;
+using test::fresh_dir;
+using test::log_without_wall;
+using test::text_of;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
+namespace {
 
 // The optimum over every placement of the graph's units (2^U on 2 devices).
 double optimum(const Graph& g, const Cluster& c) {
@@ -46,30 +42,6 @@ double optimum(const Graph& g, const Cluster& c) {
     best = std::min(best, sim.step_time(u.expand(dev), *st));
   }
   return best;
-}
-
-fs::path fresh_dir(const std::string& name) {
-  const fs::path d = fs::path(test::binary_dir()) / "rl_test_runs" / name;
-  fs::remove_all(d);
-  fs::create_directories(d.parent_path());
-  return d;
-}
-
-std::string text_of(const fs::path& p) { return read_text_file(p.string()); }
-
-// log.csv without the wall_s column (the only column that depends on the machine's speed).
-std::string log_without_wall(const fs::path& p) {
-  std::istringstream in(text_of(p));
-  std::string line, out;
-  while (std::getline(in, line)) {
-    std::vector<std::string> cols;
-    std::stringstream ss(line);
-    std::string c;
-    while (std::getline(ss, c, ',')) cols.push_back(c);
-    for (size_t k = 0; k < cols.size(); ++k)
-      if (k != 2) out += cols[k] + (k + 1 < cols.size() ? "," : "\n");
-  }
-  return out;
 }
 
 rl::SessionSpec one_graph_spec(const fs::path& graph_file, int64_t samples) {

@@ -1,0 +1,102 @@
+// The learner interface's shared pieces: reference placement, run ownership, the per-graph part
+// of a checkpoint. See rl/learner.h.
+#include "rl/learner.h"
+
+#include <cmath>
+#include <filesystem>
+
+#include "core/error.h"
+#include "place/registry.h"
+
+namespace gdp::rl {
+
+int64_t Learner::total_samples() const {
+  int64_t n = 0;
+  for (size_t i = 0; i < num_graphs(); ++i) n += run(i).samples();
+  return n;
+}
+
+int64_t Learner::samples_to_best(size_t i) const {
+  const auto& c = run(i).curve();
+  return c.empty() ? 0 : c.back().samples;
+}
+
+double Learner::seconds_to_best(size_t i) const {
+  const auto& c = run(i).curve();
+  return c.empty() ? 0 : c.back().wall_s;
+}
+
+Reference reference_placement(const place::Problem& problem, uint64_t seed,
+                              const std::string& graph_name) {
+  for (const char* m : {"human", "single", "round-robin"}) {
+    Placement p = place::place(place::prepare(place::registry(), m), problem, place::Budget(), seed)
+                      .placement;
+    auto state = problem.simulator().make_state();
+    const double t = problem.simulator().step_time(p, *state);
+    if (std::isfinite(t)) return Reference{std::move(p), t, m};
+  }
+  throw InputError("train: graph '" + graph_name +
+                   "': no reference placement (human, single, round-robin) is valid on "
+                   "cluster '" +
+                   problem.cluster().name + "'; the reward needs one");
+}
+
+place::Run* attach_run(const TrainGraph& g, const CostModel& cost, const std::string& method,
+                       uint64_t seed, OwnedRun& own) {
+  if (g.run) return g.run;
+  own.problem = std::make_unique<place::Problem>(*g.graph, *g.cluster, cost);
+  own.run = std::make_unique<place::Run>(*own.problem, method, place::Budget(), seed);
+  return own.run.get();
+}
+
+nlohmann::ordered_json run_state_to_json(const std::string& name, const place::Run& run) {
+  nlohmann::ordered_json x;
+  x["name"] = name;
+  x["samples"] = run.samples();
+  x["elapsed_s"] = run.elapsed_s();
+  x["best_step_s"] =
+      run.has_best() ? nlohmann::ordered_json(run.best_step_s()) : nlohmann::ordered_json(nullptr);
+  x["best"] = run.best().device;
+  nlohmann::ordered_json curve = nlohmann::ordered_json::array();
+  for (const auto& c : run.curve()) curve.push_back({c.samples, c.wall_s, c.best_step_s});
+  x["curve"] = std::move(curve);
+  return x;
+}
+
+void run_state_from_json(const StrictJson& sj, const nlohmann::json& x, const std::string& p,
+                         const std::string& name, int32_t num_ops, place::Run& run) {
+  if (sj.string(x, "name", p) != name)
+    sj.fail(json_path(p, "name"), "expected graph \"" + name + "\"");
+  Placement best;
+  const nlohmann::json& b = sj.array(x, "best", p);
+  if (!b.empty() && static_cast<int64_t>(b.size()) != num_ops)
+    sj.fail(json_path(p, "best"), "expected " + std::to_string(num_ops) + " devices");
+  for (size_t k = 0; k < b.size(); ++k)
+    best.device.push_back(static_cast<int32_t>(
+        sj.integer_value(b[k], json_path(json_path(p, "best"), k), 0, 1 << 20)));
+  std::vector<place::CurvePoint> curve;
+  const nlohmann::json& c = sj.array(x, "curve", p);
+  for (size_t k = 0; k < c.size(); ++k) {
+    const std::string q = json_path(json_path(p, "curve"), k);
+    if (!c[k].is_array() || c[k].size() != 3) sj.fail(q, "expected [samples, wall_s, best_step_s]");
+    curve.push_back(
+        {sj.integer_value(c[k][0], q), sj.number_value(c[k][1], q), sj.number_value(c[k][2], q)});
+  }
+  const double best_s = x.at("best_step_s").is_null() ? std::numeric_limits<double>::infinity()
+                                                      : sj.number(x, "best_step_s", p);
+  run.restore(sj.integer(x, "samples", p), std::move(best), best_s, std::move(curve),
+              sj.number(x, "elapsed_s", p));
+}
+
+void remove_old_checkpoints(const std::string& dir, const std::string& keep) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const auto& f : fs::directory_iterator(dir, ec)) {
+    const std::string n = f.path().filename().string();
+    if (n.rfind("ckpt-", 0) == 0 && n != keep && n.size() > 4 &&
+        n.compare(n.size() - 4, 4, ".bin") == 0)
+      fs::remove(f.path(), ec);
+  }
+}
+
+}  // namespace gdp::rl

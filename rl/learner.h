@@ -1,0 +1,119 @@
+// What `gdp train` drives (rl/session.h): a learned placer trained iteration by iteration
+// against the simulator, on one graph or several, with a checkpoint a resumed run continues
+// from. Three learners implement it: GDP's PPO trainer (rl/trainer.h), HDP (rl/hdp.h) and
+// Placeto (rl/placeto.h), so that the command line, logs, checkpoints, --resume and
+// summary.json treat all three alike.
+//
+// Shared pieces: the reference placement a summary compares against, and the per-graph part
+// of a checkpoint (samples, best placement, curve, seconds run; place::Run's bookkeeping).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/graph.h"
+#include "core/json_strict.h"
+#include "place/problem.h"
+#include "place/run.h"
+
+namespace gdp::rl {
+
+// A graph to train on (the caller owns graph and cluster; they outlive the learner). With a
+// `run` (a place/ method's run: its problem, budget accounting and best), the learner
+// simulates through it; else it makes its own problem and run.
+struct TrainGraph {
+  std::string name;
+  const Graph* graph = nullptr;
+  const Cluster* cluster = nullptr;
+  place::Run* run = nullptr;
+};
+
+// One row of the log: an iteration on one graph.
+struct IterationStats {
+  int64_t iteration = 0;
+  std::string graph;
+  int64_t samples = 0;     // of this graph, so far
+  double wall_s = 0;       // of the run, so far
+  double best_step_s = 0;  // of this graph, so far (+inf when none valid yet)
+  double mean_step_s = 0;  // over this iteration's valid samples (+inf when none)
+  double invalid_frac = 0;
+  double entropy = 0;  // mean per decision, nats
+  double loss = 0;     // the last update's loss
+  double approx_kl = 0;
+  double clip_fraction = 0;
+};
+
+class Learner {
+ public:
+  virtual ~Learner() = default;
+  // One iteration (GDP, HDP: one policy update; Placeto: one episode per graph). Returns one
+  // row per graph it touched.
+  virtual std::vector<IterationStats> step() = 0;
+  // The next iteration would exceed the budget, or its seconds are spent.
+  virtual bool done(const place::Budget& budget) const = 0;
+  virtual int64_t iteration() const = 0;
+  // Iterations between checkpoints (0: only at the end).
+  virtual int32_t checkpoint_every() const = 0;
+
+  virtual size_t num_graphs() const = 0;
+  virtual const TrainGraph& graph(size_t i) const = 0;
+  virtual const place::Run& run(size_t i) const = 0;
+  // The reference placement's step time (human, else single, else round-robin: the first
+  // valid) and its method, for the summary.
+  virtual double reference_step_s(size_t i) const = 0;
+  virtual const std::string& reference_method(size_t i) const = 0;
+  // GDP's warm start only (NaN otherwise).
+  virtual double imitation_accuracy(size_t) const {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  virtual double wall_s() const = 0;
+
+  int64_t total_samples() const;
+  // Samples and run seconds at which graph i's best was first reached.
+  int64_t samples_to_best(size_t i) const;
+  double seconds_to_best(size_t i) const;
+
+  // Checkpoint into `dir`: state.json (format "gdp-train-state") naming a ckpt-<iteration>.bin,
+  // each written atomically, the state last, so that a kill at any moment leaves a
+  // consistent pair. `log_bytes` is stored so that a resumed run cuts the log back to it.
+  virtual void save(const std::string& dir, int64_t log_bytes) const = 0;
+  // Restores a save() of a learner built with the same configuration, graphs and seed.
+  // Returns the stored log_bytes. InputError naming the file on anything inconsistent.
+  virtual int64_t load(const std::string& dir) = 0;
+};
+
+// The reference placement of a problem: human, else single, else round-robin, the first whose
+// simulation is valid (not counted as a sample). Throws InputError naming `graph_name` when
+// none is.
+struct Reference {
+  Placement placement;
+  double step_s = 0;
+  std::string method;
+};
+Reference reference_placement(const place::Problem& problem, uint64_t seed,
+                              const std::string& graph_name);
+
+// Owns a problem and a run per graph unless the TrainGraph brings its run.
+struct OwnedRun {
+  std::unique_ptr<place::Problem> problem;
+  std::unique_ptr<place::Run> run;
+};
+place::Run* attach_run(const TrainGraph& g, const CostModel& cost, const std::string& method,
+                       uint64_t seed, OwnedRun& own);
+
+// The per-graph part of state.json: {name, samples, elapsed_s, best_step_s, best, curve}.
+nlohmann::ordered_json run_state_to_json(const std::string& name, const place::Run& run);
+// Restores it into `run` (checking the name and the op count). `p` is the JSON path of `x`; the
+// caller checks x's keys (these six and its own).
+void run_state_from_json(const StrictJson& sj, const nlohmann::json& x, const std::string& p,
+                         const std::string& name, int32_t num_ops, place::Run& run);
+
+// Removes the ckpt-*.bin files of `dir` other than `keep` (older checkpoints).
+void remove_old_checkpoints(const std::string& dir, const std::string& keep);
+
+}  // namespace gdp::rl
