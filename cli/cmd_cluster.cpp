@@ -16,9 +16,10 @@ int cmd_cluster(int argc, char** argv) {
         "usage: gdp cluster --list\n"
         "       gdp cluster PRESET|FILE [-o OUT.json]\n\n"
         "Presets are <kind>x<count>-<topology>: kind in {%s};\n"
-        "topology 'nvlink' (all pairs), 'pcie' (PCIe switches under a host) or '<N>node' (N "
-        "nodes,\n"
-        "a NIC per node, joined by a network switch). Prints the cluster as gdp-cluster JSON.\n",
+        "topology 'nvlink' (idealised: a private link per pair), 'nvswitch' (one NVSwitch),\n"
+        "'cubemesh' (the DGX-1 V100 wiring, 8 GPUs), 'pcie' (PCIe switches under a host) or\n"
+        "'<N>node' (N nodes, a NIC per node, joined by a network switch); or a machine:\n"
+        "dgx1-v100, dgx-a100, dgx-h100, dgx-h200. Prints the cluster as gdp-cluster JSON.\n",
         kinds.c_str());
     return 0;
   }
@@ -26,12 +27,14 @@ int cmd_cluster(int argc, char** argv) {
     if (!a.positional().empty()) throw UsageError("--list takes no other argument");
     std::printf("device kinds:");
     for (const auto& k : cluster_preset_kinds()) std::printf(" %s", k.c_str());
-    std::printf("\ntopologies:   nvlink pcie <N>node\nexamples:\n");
+    std::printf("\ntopologies:   nvlink nvswitch cubemesh pcie <N>node\nmachines:    ");
+    for (const auto& m : cluster_machine_presets()) std::printf(" %s", m.c_str());
+    std::printf("\nexamples:\n");
     for (const auto& e : cluster_preset_examples()) {
       Cluster c = make_cluster_preset(e);
-      std::printf("  %-16s %2d x %-5s %3lld GiB each, %zu switches, %zu links\n", e.c_str(),
-                  c.num_devices(), c.devices[0].kind.c_str(),
-                  (long long)(c.devices[0].memory_bytes >> 30), c.switches.size(), c.links.size());
+      std::printf("  %-16s %2d x %-5s %3lld GiB  %s\n", e.c_str(), c.num_devices(),
+                  c.devices[0].kind.c_str(), (long long)(c.devices[0].memory_bytes >> 30),
+                  cluster_preset_description(e).c_str());
     }
     return 0;
   }

@@ -44,7 +44,9 @@ class Cluster {
   // connected) and computes the routes. Throws InputError.
   void finalize();
   // Route from device s to device d as directed link ids (empty when s == d). Routes are
-  // shortest by hop count, ties broken by larger bottleneck bandwidth then lower ids.
+  // shortest by hop count, ties broken by larger bottleneck bandwidth then lower ids, among
+  // the routes that pass through switches only; a route passes through another device only
+  // when no such route exists (GPUs do not forward traffic).
   const std::vector<int32_t>& route(int32_t s, int32_t d) const {
     return routes_[static_cast<size_t>(s) * devices.size() + d];
   }
@@ -53,11 +55,17 @@ class Cluster {
   std::vector<std::vector<int32_t>> routes_;
 };
 
-// Presets from datasheets: "v100x4-nvlink", "k80x2-pcie", "h100x16-2node", ...
-// Grammar: <kind>x<count>-<topology>, topology in {nvlink, pcie, <N>node}.
+// Presets from datasheets: "v100x4-nvlink", "k80x2-pcie", "h100x16-2node", "h100x8-nvswitch",
+// ... Grammar: <kind>x<count>-<topology>, topology in {nvlink, nvswitch, cubemesh, pcie,
+// <N>node}; or a machine name ("dgx1-v100", "dgx-a100", "dgx-h100", "dgx-h200"), which is a
+// preset of the grammar under the machine's name. `nvlink` is the idealised all-pairs wiring;
+// `nvswitch` and `cubemesh` are the real ones (docs/cost-model.md).
 std::vector<std::string> cluster_preset_kinds();         // k80, p100, v100, a100, h100, h200
 std::vector<std::string> cluster_preset_examples();      // a list for `gdp cluster --list`
+std::vector<std::string> cluster_machine_presets();      // dgx1-v100, dgx-a100, ...
 Cluster make_cluster_preset(const std::string& preset);  // throws InputError with the grammar
-DeviceSpec device_preset(const std::string& kind);       // throws InputError
+// One line on the preset's wiring for `gdp cluster --list`; throws like make_cluster_preset.
+std::string cluster_preset_description(const std::string& preset);
+DeviceSpec device_preset(const std::string& kind);  // throws InputError
 
 }  // namespace gdp

@@ -38,8 +38,14 @@ Cluster parse_cluster_json(const std::string& text, const std::string& source) {
   if (root.contains("switches")) {
     const json& sw = sj.array(root, "switches", "");
     for (size_t i = 0; i < sw.size(); ++i) {
-      if (!sw[i].is_string()) sj.fail(json_path("switches", i), "expected a switch name (string)");
-      c.switches.push_back(sw[i].get<std::string>());
+      const std::string p = json_path("switches", i);
+      if (!sw[i].is_string())
+        sj.fail(p, "expected a switch name (a string), got " + json_preview(sw[i]));
+      const std::string n = sw[i].get<std::string>();
+      if (n.empty()) sj.fail(p, "expected a non-empty switch name");
+      if (c.find_node(n) >= 0)
+        sj.fail(p, "duplicate name \"" + n + "\"; expected a name no device or switch has");
+      c.switches.push_back(n);
     }
   }
   const json& links = sj.array(root, "links", "");

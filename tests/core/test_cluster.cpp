@@ -1,4 +1,5 @@
 // Cluster presets, routes over several hops, the strict cluster reader, placement files.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <regex>
@@ -62,11 +63,18 @@ TEST_CASE("core/cluster preset grammar errors are clear", "[core]") {
 
 TEST_CASE("core/cluster preset parser accepts exactly the grammar's regex", "[core]") {
   // The grammar as the regex the parser replaced (fine on short names): the reference.
-  const std::regex grammar(R"(([A-Za-z0-9]+)x([0-9]{1,4})-(nvlink|pcie|([0-9]{1,4})node))");
+  // Machine names (dgx-h100, ...) are exact names outside the grammar.
+  const std::regex grammar(
+      R"(([A-Za-z0-9]+)x([0-9]{1,4})-(nvlink|nvswitch|cubemesh|pcie|([0-9]{1,4})node))");
+  const std::vector<std::string> machines = cluster_machine_presets();
   std::vector<std::string> names = cluster_preset_examples();
   for (const auto& kind : cluster_preset_kinds())
-    for (const char* rest : {"x1-pcie", "x4-nvlink", "x8-pcie", "x16-2node", "x8-8node"})
+    for (const char* rest : {"x1-pcie", "x4-nvlink", "x8-pcie", "x16-2node", "x8-8node",
+                             "x8-nvswitch", "x3-nvswitch", "x8-cubemesh", "x4-cubemesh"})
       names.push_back(kind + rest);
+  for (const char* n : {"dgx-h300", "DGX-H100", "dgx-h100 ", "dgx1-v100x8", "dgx-a100-8",
+                        "v100x8-NVSWITCH", "h100x8-nvswitch2", "h100x8-2nvswitch"})
+    names.push_back(n);
   for (const char* n : {"V100x4-nvlink",
                         "v100X4-nvlink",
                         "v100x0004-nvlink",
@@ -108,7 +116,8 @@ TEST_CASE("core/cluster preset parser accepts exactly the grammar's regex", "[co
   for (const auto& n : names) {
     INFO("preset '" << n << "'");
     std::smatch m;
-    const bool matches = std::regex_match(n, m, grammar);
+    const bool machine = std::find(machines.begin(), machines.end(), n) != machines.end();
+    const bool matches = std::regex_match(n, m, grammar) || machine;
     std::string error;
     int32_t devices = -1;
     try {
@@ -118,7 +127,7 @@ TEST_CASE("core/cluster preset parser accepts exactly the grammar's regex", "[co
     }
     CHECK(matches == (error.find(grammar_text) == std::string::npos ||
                       error.find("unknown kind") != std::string::npos));
-    if (matches && error.empty()) CHECK(devices == std::stoi(m[2].str()));
+    if (matches && error.empty()) CHECK(devices == (machine ? 8 : std::stoi(m[2].str())));
   }
 }
 
