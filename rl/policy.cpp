@@ -32,16 +32,17 @@ bool bool_key(const StrictJson& sj, const nlohmann::json& j, const char* key, bo
 
 PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string& source) {
   StrictJson sj(source);
-  sj.check_keys(
-      j, "", {},
-      {"max_devices", "type_embedding", "width", "sage_layers", "attention", "attention_layers",
-       "heads", "ffn", "segment", "memory", "superposition", "film_hidden", "anchor"});
+  sj.check_keys(j, "", {},
+                {"max_devices", "type_embedding", "width", "sage_layers", "attention", "lstm",
+                 "attention_layers", "heads", "ffn", "segment", "memory", "superposition",
+                 "film_hidden", "anchor"});
   PolicyConfig c;
   c.max_devices = int_key(sj, j, "max_devices", c.max_devices, 1, 1024);
   c.type_embedding = int_key(sj, j, "type_embedding", c.type_embedding, 1, 4096);
   c.width = int_key(sj, j, "width", c.width, 1, 8192);
   c.sage_layers = int_key(sj, j, "sage_layers", c.sage_layers, 1, 16);
   c.attention = bool_key(sj, j, "attention", c.attention);
+  c.lstm = bool_key(sj, j, "lstm", c.lstm);
   c.attention_layers = int_key(sj, j, "attention_layers", c.attention_layers, 1, 32);
   c.heads = int_key(sj, j, "heads", c.heads, 1, 256);
   c.ffn = int_key(sj, j, "ffn", c.ffn, 1, 65536);
@@ -63,6 +64,7 @@ nlohmann::ordered_json PolicyConfig::to_json() const {
   j["width"] = width;
   j["sage_layers"] = sage_layers;
   j["attention"] = attention;
+  j["lstm"] = lstm;
   j["attention_layers"] = attention_layers;
   j["heads"] = heads;
   j["ffn"] = ffn;
@@ -87,11 +89,14 @@ BasicPolicy<T>::BasicPolicy(const PolicyConfig& config, OpVocabulary vocab, uint
   w_g_ = params_.add_uniform("in.w_graph", {D, kGraphFeatures}, bound(kGraphFeatures), rng_);
   sage_ = std::make_unique<nn::BasicSageEncoder<T>>(
       params_, "sage", nn::SageConfig{D, D, c.sage_layers, true}, rng_);
-  const int32_t film_layers = c.attention ? c.attention_layers : 1;
+  const bool xl = c.attention && !c.lstm;
+  const int32_t film_layers = xl ? c.attention_layers : 1;
   if (c.superposition)
     film_ = std::make_unique<nn::BasicSuperposition<T>>(
         params_, "film", nn::SuperpositionConfig{D, c.film_hidden, film_layers}, rng_);
-  if (c.attention) {
+  if (c.lstm) {
+    lstm_ = std::make_unique<nn::BasicLstmCell<T>>(params_, "lstm", nn::LstmConfig{D, D}, rng_);
+  } else if (xl) {
     xl_ = std::make_unique<nn::BasicTransformerXL<T>>(
         params_, "xl",
         nn::TransformerXLConfig{D, c.heads, c.attention_layers, c.ffn, c.segment, c.memory, false,
@@ -181,6 +186,12 @@ nn::BasicVar<T> BasicPolicy<T>::forward(const BasicPolicyInput<T>& in) const {
   V o;
   if (xl_) {
     o = xl_->forward(ht, film);
+  } else if (lstm_) {  // one step per node, in topological order
+    const int64_t n = ht.value().dim(0);
+    std::vector<V> xs(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) xs[static_cast<size_t>(i)] = nn::slice(ht, 0, i, i + 1);
+    o = nn::concat(nn::lstm_sequence(*lstm_, xs).hs, 0);
+    if (film.defined()) o = nn::film_modulate(o, film, 0);
   } else {
     o = nn::relu(nn::linear(ht, w_m_, b_m_));
     if (film.defined()) o = nn::film_modulate(o, film, 0);

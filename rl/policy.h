@@ -6,7 +6,9 @@
 //   h_t = h in topological order                                                   (N, D)
 //   film = Superposition(h_t)               graph embedding gates each layer       (2L, D)
 //   o = TransformerXL(h_t, film)            segments of S nodes, memory M, rel pos (N, D)
-//       (ablation "attention": false -> o = film(relu(W_m h_t + b_m)), a per-node MLP)
+//       (ablation "attention": false -> o = film(relu(W_m h_t + b_m)), a per-node MLP;
+//        "lstm": true -> o = film(LSTM(h_t)), one LSTM over the nodes in topological order:
+//        HDP's recurrent placer on GDP's embeddings, the paper's RQ2)
 //   node logits = W_o o + b_o                                                      (N, A)
 //   unit logits = mean over each placement unit's nodes, + mask                    (U, A)
 // A = max_devices; the columns of devices the cluster does not have are masked (-1e9), so one
@@ -35,6 +37,7 @@
 #include "core/graph.h"
 #include "core/rng.h"
 #include "nn/autograd.h"
+#include "nn/lstm.h"
 #include "nn/parameters.h"
 #include "nn/sage.h"
 #include "nn/superposition.h"
@@ -51,6 +54,7 @@ struct PolicyConfig {
   int32_t width = 64;            // D
   int32_t sage_layers = 2;       // k
   bool attention = true;         // false: a per-node MLP instead (ablation)
+  bool lstm = false;             // true: an LSTM over the nodes instead of either (RQ2)
   int32_t attention_layers = 2;  // L
   int32_t heads = 4;
   int32_t ffn = 256;
@@ -118,8 +122,9 @@ class BasicPolicy {
   std::unique_ptr<nn::BasicSageEncoder<T>> sage_;
   std::unique_ptr<nn::BasicSuperposition<T>> film_;
   std::unique_ptr<nn::BasicTransformerXL<T>> xl_;
-  nn::BasicVar<T> w_m_, b_m_;      // (D, D), (D): the MLP of the no-attention ablation
-  nn::BasicVar<T> w_out_, b_out_;  // (A, D), (A)
+  nn::BasicVar<T> w_m_, b_m_;                   // (D, D), (D): the MLP of the no-attention ablation
+  std::unique_ptr<nn::BasicLstmCell<T>> lstm_;  // the recurrent placer (config.lstm)
+  nn::BasicVar<T> w_out_, b_out_;               // (A, D), (A)
 };
 
 using Policy = BasicPolicy<float>;

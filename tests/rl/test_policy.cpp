@@ -95,11 +95,12 @@ TEST_CASE("rl/policy logits: one row per unit, devices beyond the cluster masked
              Contains("8 devices") && Contains("max_devices = 4"));
 }
 
-TEST_CASE("rl/policy gradients by finite differences (attention and superposition on and off)",
-          "[rl]") {
+TEST_CASE(
+    "rl/policy gradients by finite differences (attention and superposition on and off, LSTM)",
+    "[rl]") {
   const Graph g = test::two_chains();
   const Cluster c = test::full_mesh(3);
-  for (int variant = 0; variant < 3; ++variant) {
+  for (int variant = 0; variant < 4; ++variant) {
     rl::PolicyConfig cfg = test::tiny_config().policy;
     cfg.width = 4;
     cfg.ffn = 4;
@@ -110,7 +111,9 @@ TEST_CASE("rl/policy gradients by finite differences (attention and superpositio
     cfg.anchor = false;  // an anchored unit's masked logits (-1e9) defeat finite differences
     cfg.attention = variant != 1;
     cfg.superposition = variant != 2;
-    INFO("attention " << cfg.attention << " superposition " << cfg.superposition);
+    cfg.lstm = variant == 3;
+    INFO("attention " << cfg.attention << " superposition " << cfg.superposition << " lstm "
+                      << cfg.lstm);
     rl::PolicyD policy(cfg, vocab_of(g), 11);
     const rl::PolicyInputD in = policy.prepare(g, c);
     std::vector<nn::VarD> params;
