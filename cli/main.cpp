@@ -27,8 +27,10 @@ const Command kCommands[] = {
     {"gen", gdp::cli::cmd_gen, "generate a workload graph (paper models, random families)"},
     {"place", gdp::cli::cmd_place, "compute a placement with a registered method (--list)"},
     {"compare", gdp::cli::cmd_compare, "simulate a suite under several placements and compare"},
-    {"train", gdp::cli::cmd_train, "train the GDP policy with PPO (one graph, a suite, resume)"},
+    {"train", gdp::cli::cmd_train, "train a placement policy: GDP (PPO), HDP, Placeto; resume"},
     {"suite", gdp::cli::cmd_suite, "batch runs of a suite (resumable), and comparing two runs"},
+    {"calibrate", gdp::cli::cmd_calibrate, "fit a device profile (CPU benchmarks, profiles)"},
+    {"validate", gdp::cli::cmd_validate, "run a placed graph for real; compare with the simulator"},
 };
 
 void usage(FILE* f) {

@@ -29,7 +29,7 @@ G
 case "$case_name" in
   help)
     expect_rc 0 "usage" -- "$gdp" --help
-    for c in info convert cluster simulate gen place compare train suite; do
+    for c in info convert cluster simulate gen place compare train suite calibrate validate; do
       expect_rc 0 "usage: gdp $c" -- "$gdp" "$c" --help
     done ;;
   usage)
