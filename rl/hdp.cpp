@@ -209,22 +209,12 @@ nn::BasicTensor<T> logits_noise(const nn::BasicTensor<T>& logits, double std_noi
 template <typename T>
 double mean_entropy(const nn::BasicTensor<T>& logits) {
   const nn::BasicTensor<T> l = logits.contiguous();
-  const int64_t N = l.dim(0), A = l.dim(1);
+  const auto N = static_cast<int32_t>(l.dim(0)), A = static_cast<int32_t>(l.dim(1));
+  std::vector<T> ent(static_cast<size_t>(N));
+  nn::categorical_entropy_forward(ent.data(), l.data(), N, A);
   double total = 0;
-  for (int64_t n = 0; n < N; ++n) {
-    const T* r = &l[n * A];
-    double mx = r[0];
-    for (int64_t a = 1; a < A; ++a) mx = std::max<double>(mx, r[a]);
-    double z = 0;
-    for (int64_t a = 0; a < A; ++a) z += std::exp(r[a] - mx);
-    double h = 0;
-    for (int64_t a = 0; a < A; ++a) {
-      const double p = std::exp(r[a] - mx) / z;
-      if (p > 0) h -= p * std::log(p);
-    }
-    total += h;
-  }
-  return N ? total / static_cast<double>(N) : 0.0;
+  for (T e : ent) total += e;
+  return N ? total / N : 0.0;
 }
 
 }  // namespace

@@ -88,6 +88,18 @@ void run_state_from_json(const StrictJson& sj, const nlohmann::json& x, const st
               sj.number(x, "elapsed_s", p));
 }
 
+const nlohmann::json& check_state(const StrictJson& sj, const nlohmann::json& j, uint64_t seed,
+                                  size_t graphs) {
+  const nlohmann::json& js = j.at("seed");
+  if (!(js.is_number_unsigned() || js.is_number_integer()) || js.get<uint64_t>() != seed)
+    sj.fail("seed", "expected the seed this run was built with, " + std::to_string(seed));
+  const nlohmann::json& gs = sj.array(j, "graphs", "");
+  if (gs.size() != graphs)
+    sj.fail("graphs",
+            "expected " + std::to_string(graphs) + " graphs, got " + std::to_string(gs.size()));
+  return gs;
+}
+
 void remove_old_checkpoints(const std::string& dir, const std::string& keep) {
   namespace fs = std::filesystem;
   std::error_code ec;

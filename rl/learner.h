@@ -113,6 +113,11 @@ nlohmann::ordered_json run_state_to_json(const std::string& name, const place::R
 void run_state_from_json(const StrictJson& sj, const nlohmann::json& x, const std::string& p,
                          const std::string& name, int32_t num_ops, place::Run& run);
 
+// The checks every learner's load makes of a parsed state.json: its seed is `seed` and it holds
+// `graphs` graphs. Returns the "graphs" array.
+const nlohmann::json& check_state(const StrictJson& sj, const nlohmann::json& j, uint64_t seed,
+                                  size_t graphs);
+
 // Removes the ckpt-*.bin files of `dir` other than `keep` (older checkpoints).
 void remove_old_checkpoints(const std::string& dir, const std::string& keep);
 

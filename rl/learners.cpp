@@ -78,13 +78,7 @@ class RunLearner : public Learner {
                   {"format", "version", "iteration", "checkpoint", "seed", "wall_s", "log_bytes",
                    "graphs", "model"},
                   {});
-    const nlohmann::json& js = j.at("seed");
-    if (!(js.is_number_unsigned() || js.is_number_integer()) || js.get<uint64_t>() != seed_)
-      sj.fail("seed", "expected the seed this run was built with, " + std::to_string(seed_));
-    const nlohmann::json& gs = sj.array(j, "graphs", "");
-    if (gs.size() != graphs_.size())
-      sj.fail("graphs", "expected " + std::to_string(graphs_.size()) + " graphs, got " +
-                            std::to_string(gs.size()));
+    const nlohmann::json& gs = check_state(sj, j, seed_, graphs_.size());
     for (size_t i = 0; i < gs.size(); ++i) {
       const std::string p = json_path("graphs", i);
       sj.check_keys(gs[i], p, {"name", "samples", "elapsed_s", "best_step_s", "best", "curve"}, {});

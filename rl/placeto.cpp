@@ -359,17 +359,10 @@ TrainConfig train_config(const place::Options& o) {
 
 namespace {
 
-// Mean entropy (nats) of a (1, A) logits row.
+// Entropy (nats) of a (1, A) logits row.
 double row_entropy(const float* l, int32_t A) {
-  double mx = l[0];
-  for (int32_t a = 1; a < A; ++a) mx = std::max<double>(mx, l[a]);
-  double z = 0;
-  for (int32_t a = 0; a < A; ++a) z += std::exp(l[a] - mx);
-  double h = 0;
-  for (int32_t a = 0; a < A; ++a) {
-    const double p = std::exp(l[a] - mx) / z;
-    if (p > 0) h -= p * std::log(p);
-  }
+  float h = 0;
+  nn::categorical_entropy_forward(&h, l, 1, A);
   return h;
 }
 
@@ -544,8 +537,7 @@ Agent::Episode Agent::place_episode(size_t i, place::Run& run, bool greedy) {
     const nn::Tensor lg = policy_->logits(g.cg, p, visited, v).value().cpu().contiguous();
     int32_t a = 0;
     if (greedy) {
-      for (int32_t d = 1; d < A; ++d)
-        if (lg.data()[d] > lg.data()[a]) a = d;
+      nn::categorical_argmax(&a, lg.data(), 1, A);
     } else {
       nn::categorical_sample(&a, lg.data(), 1, A, rng_);
     }

@@ -254,6 +254,20 @@ place::Budget effective_budget(const SessionSpec& s, size_t graphs) {
   return b;
 }
 
+// The parameters of a run's last checkpoint (state.json names it) into `params`.
+void load_parameters(const std::string& dir, nn::ParameterBuffer& params) {
+  const std::string state_path = (fs::path(dir) / "state.json").string();
+  StrictJson sj(state_path);
+  const nlohmann::json st = sj.parse(read_text_file(state_path));
+  sj.check_header(st, "gdp-train-state", 1);
+  const std::string bin = (fs::path(dir) / sj.string(st, "checkpoint", "")).string();
+  try {
+    nn::load_checkpoint(bin, params, nullptr);
+  } catch (const std::runtime_error& e) {
+    throw InputError(dir + ": the checkpoint does not fit this policy: " + e.what());
+  }
+}
+
 }  // namespace
 
 void check_device(const std::string& device) {
@@ -354,16 +368,7 @@ std::unique_ptr<Policy> load_policy(const std::string& dir) {
   auto policy = std::make_unique<Policy>(
       f.spec.config.policy, OpVocabulary::from_json(f.vocabulary, cfg + ": vocabulary"),
       f.spec.seed);
-  const std::string state_path = (fs::path(dir) / "state.json").string();
-  StrictJson sj(state_path);
-  const nlohmann::json st = sj.parse(read_text_file(state_path));
-  sj.check_header(st, "gdp-train-state", 1);
-  const std::string bin = (fs::path(dir) / sj.string(st, "checkpoint", "")).string();
-  try {
-    nn::load_checkpoint(bin, policy->params(), nullptr);
-  } catch (const std::runtime_error& e) {
-    throw InputError(dir + ": the checkpoint does not fit this policy: " + e.what());
-  }
+  load_parameters(dir, policy->params());
   return policy;
 }
 
@@ -379,16 +384,7 @@ std::unique_ptr<placeto::PlacetoPolicy> load_placeto_policy(const std::string& d
   if (cfg.max_devices < 1)
     throw InputError(cfg_path + ": options.max_devices: expected the policy's device slots (>= 1)");
   auto policy = std::make_unique<placeto::PlacetoPolicy>(cfg.max_devices, cfg.policy, f.spec.seed);
-  const std::string state_path = (fs::path(dir) / "state.json").string();
-  StrictJson sj(state_path);
-  const nlohmann::json st = sj.parse(read_text_file(state_path));
-  sj.check_header(st, "gdp-train-state", 1);
-  const std::string bin = (fs::path(dir) / sj.string(st, "checkpoint", "")).string();
-  try {
-    nn::load_checkpoint(bin, policy->params(), nullptr);
-  } catch (const std::runtime_error& e) {
-    throw InputError(dir + ": the checkpoint does not fit this policy: " + e.what());
-  }
+  load_parameters(dir, policy->params());
   if (config) *config = cfg;
   return policy;
 }

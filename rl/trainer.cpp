@@ -334,13 +334,7 @@ int64_t Trainer::load(const std::string& dir) {
                  "log_bytes", "graphs"},
                 {});
   const int64_t it = sj.integer(j, "iteration", "");
-  const nlohmann::json& js = j.at("seed");
-  if (!(js.is_number_unsigned() || js.is_number_integer()) || js.get<uint64_t>() != seed_)
-    sj.fail("seed", "expected the seed this trainer was built with, " + std::to_string(seed_));
-  const nlohmann::json& gs = sj.array(j, "graphs", "");
-  if (gs.size() != graphs_.size())
-    sj.fail("graphs", "expected " + std::to_string(graphs_.size()) + " graphs, got " +
-                          std::to_string(gs.size()));
+  const nlohmann::json& gs = check_state(sj, j, seed_, graphs_.size());
   const std::string bin = (fs::path(dir) / sj.string(j, "checkpoint", "")).string();
   int64_t user_step = 0;
   try {

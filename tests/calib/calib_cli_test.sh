@@ -6,17 +6,7 @@
 set -u
 gdp=$1
 case_name=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAILED: $*"; exit 1; }
-expect_rc() {  # expect_rc RC PATTERN -- command...
-  local want=$1 pat=$2; shift 3
-  local out rc
-  out=$("$@" 2>&1); rc=$?
-  [ "$rc" -eq "$want" ] || fail "'$*' exited $rc, expected $want; output: $out"
-  if echo "$out" | grep -q "Sanitizer\|runtime error:"; then fail "'$*': sanitizer report: $out"; fi
-  [ -z "$pat" ] || echo "$out" | grep -q -- "$pat" || fail "'$*' output lacks '$pat': $out"
-}
+source "$(dirname "$0")/../cli/expect.sh"
 
 cat > "$tmp/g.json" <<'G'
 {"format": "gdp-graph", "version": 1, "name": "tiny", "ops": [
