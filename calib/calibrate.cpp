@@ -377,14 +377,214 @@ void check_cuda_backend() {
     throw InputError("backend cuda: no GPU is visible (" + cuda::cuda_last_error_string() +
                      "); use --backend cpu, or --from-profile with per-layer times measured on "
                      "the GPU");
-  throw InputError(
-      "backend cuda: GPU micro-benchmarks are not implemented yet; use --from-profile with "
-      "per-layer times measured on the GPU");
 #else
   throw InputError(
       "backend cuda: this build has no CUDA backend (nvcc was not found at build time); use "
       "--backend cpu, or --from-profile with per-layer times measured on the GPU");
 #endif
+}
+
+std::string cuda_device_kind(const std::string& cuda_name) {
+  std::string up = cuda_name;
+  for (char& ch : up)
+    if (ch >= 'a' && ch <= 'z') ch = static_cast<char>(ch - 'a' + 'A');
+  for (const char* kind : {"H200", "H100", "A100", "V100", "P100", "K80"})
+    if (up.find(kind) != std::string::npos) return kind;
+  return cuda_name;
+}
+
+#ifdef GDP_HAVE_CUDA
+namespace {
+
+// fit_link, or (timings that do not separate latency from bandwidth) the largest copy's rate
+// with no latency, saying so in the note.
+LinkFit fit_link_or_rate(const std::vector<CopySample>& samples) {
+  try {
+    return fit_link(samples);
+  } catch (const InputError& e) {
+    const CopySample* big = nullptr;
+    for (const CopySample& s : samples)
+      if (s.time_s > 0 && (!big || s.bytes > big->bytes)) big = &s;
+    if (!big || !(big->bytes > 0)) throw;
+    LinkFit l;
+    l.bandwidth_Bps = big->bytes / big->time_s;
+    l.note = std::string(e.what()) + "; fell back to the largest copy's rate, latency 0";
+    return l;
+  }
+}
+
+}  // namespace
+#endif
+
+CudaCalibration calibrate_cuda(const CudaCalibrationOptions& opt) {
+  check_cuda_backend();
+#ifdef GDP_HAVE_CUDA
+  CudaCalibration c;
+  c.size = opt.size;
+  CudaBenchOptions bo;
+  bo.size = opt.size;
+  bo.progress = opt.progress;
+  try {
+    c.bench = run_cuda_benchmarks(bo);
+  } catch (const std::runtime_error& e) {
+    throw InputError(std::string("backend cuda: the GPU benchmarks failed: ") + e.what());
+  }
+  const std::string kind = cuda_device_kind(c.bench.names[c.bench.device]);
+  try {
+    c.device = device_preset(kind);
+  } catch (const InputError&) {
+    c.peaks_measured = true;
+    c.device = DeviceSpec();
+    c.device.kind = kind;
+    c.device.peak_fp32_flops = c.bench.peak_flops;
+    c.device.peak_fp16_flops = c.bench.peak_flops;  // fp32 GEMMs only were measured
+    c.device.mem_bandwidth_Bps = c.bench.bandwidth_Bps;
+  }
+  c.device.name = "gpu" + std::to_string(c.bench.device);
+  c.device.memory_bytes = c.bench.memory_bytes[c.bench.device];
+  c.device.launch_overhead_s = kDefaultLaunchS;
+  c.before = evaluate(c.bench.ops, CostModel(), c.device);
+  OpFitOptions fo;
+  fo.roofline_max = opt.roofline_max;
+  c.fit = fit_ops(c.bench.ops, c.device, fo);
+  c.device.launch_overhead_s = c.fit.launch_overhead_s;
+  c.model.set_profile(c.fit.profile);
+  c.after = evaluate(c.bench.ops, c.model, c.device);
+  std::vector<CopySample> host = c.bench.h2d;
+  host.insert(host.end(), c.bench.d2h.begin(), c.bench.d2h.end());
+  c.host_link = fit_link_or_rate(host);
+  for (int a = 0; a < c.bench.gpus; ++a)
+    for (int b = a + 1; b < c.bench.gpus; ++b) {
+      PeerLinkFit pl;
+      pl.a = a;
+      pl.b = b;
+      std::vector<CopySample> both;
+      bool any = false;
+      for (const PeerCopies& pc : c.bench.peers)
+        if ((pc.src == a && pc.dst == b) || (pc.src == b && pc.dst == a)) {
+          both.insert(both.end(), pc.copies.begin(), pc.copies.end());
+          pl.direct = pc.direct;
+          any = true;
+        }
+      if (!any) continue;
+      pl.link = fit_link_or_rate(both);
+      c.peers.push_back(pl);
+    }
+  // The cluster: every GPU of the machine as the measured kind (the ops were measured on one
+  // GPU), a "host" switch linked to each GPU by the fitted host copies, and a direct link per
+  // measured GPU pair (an NVLink or PCIe peer copy, or a host round trip: what a copy between
+  // the two took).
+  Cluster& cl = c.cluster;
+  cl.name = std::to_string(c.bench.gpus) + "x" + kind + "-measured";
+  for (int d = 0; d < c.bench.gpus; ++d) {
+    DeviceSpec s = c.device;
+    s.name = "gpu" + std::to_string(d);
+    s.memory_bytes = c.bench.memory_bytes[d];
+    cl.devices.push_back(s);
+  }
+  cl.switches.push_back("host");
+  const double host_bw = c.host_link.bandwidth_Bps > 0 ? c.host_link.bandwidth_Bps : 1e9;
+  for (int d = 0; d < c.bench.gpus; ++d)
+    cl.links.push_back(LinkSpec{d, c.bench.gpus, host_bw, c.host_link.latency_s});
+  for (const PeerLinkFit& pl : c.peers)
+    if (pl.link.bandwidth_Bps > 0)
+      cl.links.push_back(LinkSpec{pl.a, pl.b, pl.link.bandwidth_Bps, pl.link.latency_s});
+  cl.finalize();
+  return c;
+#else
+  (void)opt;
+  throw InputError("backend cuda: this build has no CUDA backend");
+#endif
+}
+
+std::string cuda_report(const CudaCalibration& c) {
+  std::string out;
+  char buf[400];
+  const CudaBenchResult& b = c.bench;
+  std::snprintf(
+      buf, sizeof buf,
+      "GPU calibration (%s): %zu op measurements on gpu%d (%s, %d SMs), %zu host and "
+      "%zu peer copies in %.1f s\n",
+      bench_size_name(c.size), b.ops.size(), b.device,
+      b.names.empty() ? "?" : b.names[b.device].c_str(), b.sm_count, b.h2d.size() + b.d2h.size(),
+      [&] {
+        size_t n = 0;
+        for (const PeerCopies& p : b.peers) n += p.copies.size();
+        return n;
+      }(),
+      b.wall_s);
+  out += buf;
+  std::snprintf(
+      buf, sizeof buf, "device kind      %s (%s)\n", c.device.kind.c_str(),
+      c.peaks_measured ? "not a known kind: peaks measured" : "peaks from the kind sheet");
+  out += buf;
+  std::snprintf(buf, sizeof buf,
+                "peaks            fp32 %.2f TFLOP/s, memory %.0f GB/s (profile's reference)\n",
+                c.device.peak_fp32_flops / 1e12, c.device.mem_bandwidth_Bps / 1e9);
+  out += buf;
+  std::snprintf(buf, sizeof buf, "measured         best GEMM %.2f TFLOP/s (%s)\n",
+                b.peak_flops / 1e12, b.peak_from.c_str());
+  out += buf;
+  std::snprintf(buf, sizeof buf,
+                "                 best D2D copy %.0f GB/s (%s; bytes read + written)\n",
+                b.bandwidth_Bps / 1e9, b.bandwidth_from.c_str());
+  out += buf;
+  std::snprintf(buf, sizeof buf,
+                "launch           %s (1-element kernel back to back, measured)\n"
+                "launch overhead  %s (fitted; the cluster's launch_overhead_us)\n",
+                time_str(b.launch_s).c_str(), time_str(c.fit.launch_overhead_s).c_str());
+  out += buf;
+  std::snprintf(buf, sizeof buf, "roofline         %s\n\n",
+                c.fit.profile.roofline_max ? "max(compute, memory)" : "compute + memory");
+  out += buf;
+  out +=
+      "relative error of the cost model on the measurements: before = the default profile\n"
+      "with the kind's peaks and a 5 us launch overhead; after = the fitted profile\n";
+  out += error_table(c.before, c.after, &c.fit);
+  out += "\nworst-fitting shapes after the fit:\n" + worst_lines(c.after);
+  auto link_line = [&](const std::string& what, const LinkFit& l) {
+    std::snprintf(buf, sizeof buf,
+                  "%s: latency %s, bandwidth %.2f GB/s; error median %s, p90 %s over %lld "
+                  "copies\n",
+                  what.c_str(), time_str(l.latency_s).c_str(), l.bandwidth_Bps / 1e9,
+                  pct(l.error.median).c_str(), pct(l.error.p90).c_str(),
+                  static_cast<long long>(l.error.n));
+    out += buf;
+    if (!l.note.empty()) out += "  NOTE: " + l.note + "\n";
+  };
+  out += "\nlinks (t = latency + bytes / bandwidth):\n";
+  link_line("  host <-> gpu (h2d + d2h, pinned)", c.host_link);
+  for (const PeerLinkFit& p : c.peers)
+    link_line("  gpu" + std::to_string(p.a) + " <-> gpu" + std::to_string(p.b) +
+                  (p.direct ? " (peer)" : " (via host)"),
+              p.link);
+  if (b.gpus >= 2 && !b.peers.empty()) {
+    out += "\npeer bandwidth matrix (GB/s, largest copy; row = source):\n        ";
+    for (int d = 0; d < b.gpus; ++d) {
+      std::snprintf(buf, sizeof buf, " %8s", ("gpu" + std::to_string(d)).c_str());
+      out += buf;
+    }
+    out += "\n";
+    for (int a = 0; a < b.gpus; ++a) {
+      std::snprintf(buf, sizeof buf, "%-8s", ("gpu" + std::to_string(a)).c_str());
+      out += buf;
+      for (int d = 0; d < b.gpus; ++d) {
+        double bw = 0;
+        for (const PeerCopies& p : b.peers)
+          if (p.src == a && p.dst == d && !p.copies.empty() && p.copies.back().time_s > 0)
+            bw = p.copies.back().bytes / p.copies.back().time_s;
+        std::snprintf(buf, sizeof buf, " %8s", a == d ? "-" : strf("%.1f", bw / 1e9).c_str());
+        out += buf;
+      }
+      out += "\n";
+    }
+  }
+  std::snprintf(buf, sizeof buf,
+                "cluster          %s: %d devices of kind \"%s\", a host switch, %zu links\n",
+                c.cluster.name.c_str(), c.cluster.num_devices(), c.device.kind.c_str(),
+                c.cluster.links.size());
+  out += buf;
+  return out;
 }
 
 }  // namespace gdp::calib

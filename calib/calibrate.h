@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "calib/cpu_bench.h"
+#include "calib/cuda_bench.h"
 #include "calib/fit.h"
 #include "calib/profile_samples.h"
 #include "core/cluster.h"
@@ -83,9 +84,43 @@ std::string profile_report(const ProfileCalibration& c);
 // ---- the CUDA backend
 
 // Throws InputError with the reason when no CUDA GPU can be calibrated: a build without the
-// CUDA backend, or no visible GPU. (The GPU micro-benchmarks are not written yet: with a GPU it
-// throws too, saying so.)
+// CUDA backend, or no visible GPU.
 void check_cuda_backend();
+
+// The device kind of a CUDA device name: the cluster presets' kind it names ("NVIDIA H200" ->
+// "H200"; H200, H100, A100, V100, P100, K80), else the name itself.
+std::string cuda_device_kind(const std::string& cuda_name);
+
+struct CudaCalibrationOptions {
+  BenchSize size = BenchSize::full;
+  bool roofline_max = true;
+  std::function<void(const std::string&)> progress;  // may be empty
+};
+
+// A fitted link between two GPUs of the cluster (both directions' copies).
+struct PeerLinkFit {
+  int a = 0, b = 0;
+  bool direct = false;  // peer access (else staged through the host)
+  LinkFit link;
+};
+
+struct CudaCalibration {
+  CudaBenchResult bench;
+  DeviceSpec device;            // the GPU's kind: the kind sheet's peaks when known, else measured
+  bool peaks_measured = false;  // not a known kind: peaks are the best GEMM and D2D copy
+  OpFit fit;
+  Evaluation before, after;
+  LinkFit host_link;               // host <-> GPU (H2D and D2H copies)
+  std::vector<PeerLinkFit> peers;  // a < b, every pair of GPUs
+  Cluster cluster;                 // the GPUs, a "host" switch, the measured links
+  CostModel model;                 // the default profile plus the fitted one for the kind
+  BenchSize size = BenchSize::full;
+};
+
+// Runs the GPU benchmarks (check_cuda_backend first) and the fits. Throws InputError without a
+// usable GPU.
+CudaCalibration calibrate_cuda(const CudaCalibrationOptions& opt);
+std::string cuda_report(const CudaCalibration& c);
 
 // ---- shared
 

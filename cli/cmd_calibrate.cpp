@@ -17,7 +17,8 @@ void print_help() {
   std::printf(
       "usage: gdp calibrate --backend cpu --out PROFILE.json [--cluster-out CLUSTER.json]\n"
       "                     [--quick | --size tiny|quick|full] [--devices N] [--roofline max|sum]\n"
-      "       gdp calibrate --backend cuda --out PROFILE.json\n"
+      "       gdp calibrate --backend cuda --out PROFILE.json [--cluster-out CLUSTER.json]\n"
+      "                     [--quick | --size tiny|quick|full] [--roofline max|sum]\n"
       "       gdp calibrate --from-profile FILE... --out PROFILE.json [--device-kind K]\n"
       "                     [--cluster C] [--cluster-out CLUSTER.json] [--peak fp32|fp16|best]\n"
       "                     [--eval FILE[,FILE...]] [--roofline max|sum]\n\n"
@@ -28,8 +29,13 @@ void print_help() {
       "  --backend cpu     micro-benchmarks of this machine's CPU, one thread per device (GEMMs,\n"
       "                    convolutions, element-wise, reductions, softmax, layer norm, copies,\n"
       "                    dispatch, thread-to-thread copies); progress on stderr\n"
-      "  --backend cuda    GPU micro-benchmarks: needs a CUDA build and a GPU (else exit 1)\n"
-      "  --quick           the short benchmark set (~10-20 s); --size tiny is for tests\n"
+      "  --backend cuda    GPU micro-benchmarks (CUDA events): cuBLAS GEMMs, convolutions as\n"
+      "                    im2col-shaped GEMMs, element-wise, reductions, softmax, layer norm,\n"
+      "                    transpose, D2D/H2D/D2H copies, launch, peer copies between every\n"
+      "                    GPU pair; --cluster-out writes the GPUs with the measured links.\n"
+      "                    Needs a CUDA build and a GPU (else exit 1)\n"
+      "  --quick           the short benchmark set (~10-20 s on a CPU, < 1 min on a GPU);\n"
+      "                    --size tiny is for tests\n"
       "  --cluster-out F   write a cluster: N devices of kind \"cpu\" with the measured peaks and\n"
       "                    fitted launch overhead, linked by the fitted thread-to-thread copy;\n"
       "                    with --from-profile: --cluster with the fitted launch overhead\n"
@@ -98,24 +104,44 @@ int cmd_calibrate(int argc, char** argv) {
     for (const char* f : {"--device-kind", "--cluster", "--peak", "--eval"})
       if (a.has(f)) throw UsageError(std::string(f) + " goes with --from-profile");
     const std::string backend = a.get("--backend");
-    if (backend == "cuda") {
-      calib::check_cuda_backend();  // throws InputError: exit 1 with the reason
-      return 1;
-    }
-    if (backend != "cpu") throw UsageError("--backend expects cpu or cuda, got '" + backend + "'");
+    if (backend != "cpu" && backend != "cuda")
+      throw UsageError("--backend expects cpu or cuda, got '" + backend + "'");
     const std::string out = a.require("--out");
-    calib::CpuCalibrationOptions o;
+    calib::BenchSize bench_size = calib::BenchSize::full;
     std::string size = a.get("--size", a.has("--quick") ? "quick" : "full");
     if (a.has("--quick") && a.has("--size") && size != "quick")
       throw UsageError("--quick and --size " + size + " contradict each other");
     if (size == "tiny")
-      o.size = calib::BenchSize::tiny;
+      bench_size = calib::BenchSize::tiny;
     else if (size == "quick")
-      o.size = calib::BenchSize::quick;
+      bench_size = calib::BenchSize::quick;
     else if (size == "full")
-      o.size = calib::BenchSize::full;
+      bench_size = calib::BenchSize::full;
     else
       throw UsageError("--size expects tiny, quick or full, got '" + size + "'");
+    if (backend == "cuda") {
+      if (a.has("--devices"))
+        throw UsageError("--devices goes with --backend cpu (the cuda cluster has the GPUs)");
+      calib::check_cuda_backend();  // throws InputError: exit 1 with the reason
+      check_output_path(out);
+      if (a.has("--cluster-out")) check_output_path(a.get("--cluster-out"));
+      calib::CudaCalibrationOptions co;
+      co.size = bench_size;
+      co.roofline_max = max_roofline;
+      co.progress = progress_line;
+      calib::CudaCalibration c = calib::calibrate_cuda(co);
+      calib::write_profile_file(c.model, out);
+      std::printf("%s", calib::cuda_report(c).c_str());
+      std::printf("wrote profile %s (device kind \"%s\")\n", out.c_str(), c.device.kind.c_str());
+      if (a.has("--cluster-out")) {
+        calib::write_cluster_file(c.cluster, a.get("--cluster-out"));
+        std::printf("wrote cluster %s; simulate with: gdp simulate --cluster %s --profile %s ...\n",
+                    a.get("--cluster-out").c_str(), a.get("--cluster-out").c_str(), out.c_str());
+      }
+      return 0;
+    }
+    calib::CpuCalibrationOptions o;
+    o.size = bench_size;
     o.devices = static_cast<int32_t>(a.integer("--devices", 0, 1, 4096));
     o.roofline_max = max_roofline;
     o.progress = progress_line;

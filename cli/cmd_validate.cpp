@@ -49,9 +49,10 @@ int cmd_validate(int argc, char** argv) {
         "measured step time (median, min, max over the runs) beside the simulator's prediction\n"
         "for the same graph, cluster and profile, with the relative error in total and per op\n"
         "class. Backend cpu: each device of the cluster is a worker thread, each op runs a real\n"
-        "kernel of its class and size (a float GEMM of the op's flops for matmul/conv, a\n"
-        "streaming pass over its bytes for the others), each cross-device tensor a memcpy on a\n"
-        "copy thread per device pair (docs/validation.md).\n"
+        "kernel of its class and size, the kernels `gdp calibrate` timed (a GEMM of the op's\n"
+        "flops for matmul, an im2col convolution for conv, a streaming kernel chosen by op type\n"
+        "over its bytes for the others), each cross-device tensor a memcpy on a copy thread per\n"
+        "device pair (docs/validation.md).\n"
         "  --graph G          gdp-graph JSON or PipeDream profile\n"
         "  --placement P      placement JSON or a method (default options, seed 1), e.g.\n"
         "                     round-robin\n"
@@ -59,8 +60,11 @@ int cmd_validate(int argc, char** argv) {
         "                     default: N nominal (uncalibrated) CPU devices, see --devices\n"
         "  --devices N        devices of the default cluster (default 2; not with --cluster)\n"
         "  --profile F        device profile JSON for the prediction (default: built-in)\n"
-        "  --backend B        cpu (default); cuda is not available yet: validation on GPUs is\n"
-        "                     not implemented in this version, and the command says so\n"
+        "  --backend B        cpu (default), or cuda: device d of the cluster on GPU d %% (GPUs),\n"
+        "                     its ops in order on that GPU's stream (cuBLAS GEMMs, the library's\n"
+        "                     element-wise/reduction kernels), cross-device tensors as peer\n"
+        "                     copies (host round trips without peer access), CUDA-event times;\n"
+        "                     needs a CUDA build and a GPU (else exit 1)\n"
         "  --runs N           timed runs (default 5); --warmup N untimed runs first (default 1)\n"
         "  --scale S          divide every op's flops and bytes and every edge's bytes by S >= 1\n"
         "                     (default 1) to run a large workload on a laptop; the prediction\n"
@@ -102,7 +106,8 @@ int cmd_validate(int argc, char** argv) {
       a.has("--profile") ? CostModel::from_json_file(a.get("--profile")) : CostModel();
   const Placement p = placement_from(a.require("--placement"), g, c, cost);
 
-  validate::ValidationReport r = validate::validate_cpu(g, p, c, cost, opt);
+  validate::ValidationReport r = backend == "cuda" ? validate::validate_cuda(g, p, c, cost, opt)
+                                                   : validate::validate_cpu(g, p, c, cost, opt);
   if (a.has("--trace-out"))
     write_text_file_atomic(
         a.get("--trace-out"),
@@ -116,12 +121,25 @@ int cmd_validate(int argc, char** argv) {
 
   std::printf("graph %s (%d ops) on %s (%d devices), backend %s, scale %g\n", g.name.c_str(),
               g.num_ops(), c.name.c_str(), c.num_devices(), backend.c_str(), scale);
-  std::printf(
-      "real run: %d device + %d copy threads on %u hardware threads, %.1f MiB of "
-      "buffers, %d warm-up + %d timed runs\n",
-      r.device_threads, r.copy_threads, r.hardware_threads, r.buffer_bytes / 1048576.0, opt.warmup,
-      opt.runs);
-  if (r.hardware_threads > 0 && static_cast<unsigned>(r.device_threads) > r.hardware_threads)
+  if (backend == "cuda") {
+    std::printf(
+        "real run: %d GPU(s), %d compute + %d copy streams, %.1f MiB of buffers, %d warm-up + "
+        "%d timed runs\n",
+        r.gpus, r.device_threads, r.copy_threads, r.buffer_bytes / 1048576.0, opt.warmup, opt.runs);
+    if (r.gpus < c.num_devices())
+      std::printf(
+          "note: the cluster has %d devices and %d GPU(s) are used: devices share GPUs (device d "
+          "on GPU d %% %d), so their ops serialise there\n",
+          c.num_devices(), r.gpus, r.gpus);
+  } else {
+    std::printf(
+        "real run: %d device + %d copy threads on %u hardware threads, %.1f MiB of "
+        "buffers, %d warm-up + %d timed runs\n",
+        r.device_threads, r.copy_threads, r.hardware_threads, r.buffer_bytes / 1048576.0,
+        opt.warmup, opt.runs);
+  }
+  if (backend == "cpu" && r.hardware_threads > 0 &&
+      static_cast<unsigned>(r.device_threads) > r.hardware_threads)
     std::printf(
         "note: more device threads than hardware threads: devices share cores, so the "
         "measured times include that contention\n");

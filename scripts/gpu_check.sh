@@ -6,7 +6,8 @@
 #
 #   OUT=/path/to/logs scripts/gpu_check.sh
 # Environment: BUILD_DIR (default build-gpu-check, wiped first), GDP_CUDA_ARCH (default 90,
-# the H100/H200 architecture; one architecture keeps the build short), JOBS (default nproc).
+# the H100/H200 architecture; one architecture keeps the build short), JOBS (default nproc),
+# BUDGET_S (default 330: steps 4d and 5 run only with enough of it left).
 set -u
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -14,7 +15,7 @@ OUT="${OUT:-$ROOT/gpu_check_out}"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build-gpu-check}"
 ARCH="${GDP_CUDA_ARCH:-90}"
 JOBS="${JOBS:-$(nproc)}"
-BUDGET_S=330  # leave a margin under 6 minutes
+BUDGET_S="${BUDGET_S:-330}"  # leave a margin under 6 minutes (steps 4d and 5 use what is left)
 LOG="$OUT/gpu_check"
 mkdir -p "$LOG"
 status=0
@@ -115,6 +116,53 @@ if [ -x "$BUILD_DIR/gdp" ]; then
     summary "ok   gdp train --device cuda, 5 PPO iterations on GNMT-8 ($SECONDS s)"
   else
     summary "FAIL gdp train --device cuda on GNMT-8 (see train_gnmt8_cuda.log)"
+    status=1
+  fi
+fi
+
+# 4d. GPU calibration and validation (issue 13): `gdp calibrate --backend cuda --quick` writes
+#     a profile and a cluster of this machine's GPUs with the measured links; then `gdp validate
+#     --backend cuda` runs two smoke graphs (datasets/suites/smoke.json options, round-robin
+#     placement) on that cluster with that profile; JSON reports and both traces under $OUT.
+left=$((BUDGET_S - SECONDS))
+GDP="$BUILD_DIR/gdp"
+if [ ! -x "$GDP" ]; then
+  summary "note gpu calibrate/validate skipped (no gdp binary)"
+elif [ "$left" -lt 75 ]; then
+  summary "note gpu calibrate/validate skipped (${left}s left of the ${BUDGET_S}s budget)"
+else
+  if (cd "$OUT" && timeout 150 "$GDP" calibrate --backend cuda --quick --out "$OUT/gpu_profile.json" \
+        --cluster-out "$OUT/gpu_cluster.json") > "$LOG/calibrate_cuda.log" 2>&1; then
+    summary "ok   gdp calibrate --backend cuda --quick ($SECONDS s)"
+    val_ok=1
+    for spec in "rnnlm_small rnnlm --layers 2 --batch 8 --seq-len 6 --hidden 64 --vocab 200" \
+                "transformer_xl_small transformer_xl --layers 2 --batch 2 --seq-len 16 --hidden 64 --heads 4 --vocab 100"; do
+      set -- $spec
+      name=$1; shift
+      if (cd "$OUT" && timeout 60 "$GDP" gen "$@" -o "$OUT/$name.json" &&
+            timeout 60 "$GDP" place --method round-robin --graph "$OUT/$name.json" \
+              --cluster "$OUT/gpu_cluster.json" --profile "$OUT/gpu_profile.json" \
+              -o "$OUT/${name}_rr.json" &&
+            timeout 90 "$GDP" validate --backend cuda --graph "$OUT/$name.json" \
+              --placement "$OUT/${name}_rr.json" --cluster "$OUT/gpu_cluster.json" \
+              --profile "$OUT/gpu_profile.json" --trace-out "$OUT/${name}_gpu_trace.json" \
+              --sim-trace-out "$OUT/${name}_sim_trace.json" --json > "$OUT/${name}_validate.json" &&
+            cat "$OUT/${name}_validate.json") \
+            >> "$LOG/validate_cuda.log" 2>&1; then
+        :
+      else
+        val_ok=0
+        echo "FAILED: $name" >> "$LOG/validate_cuda.log"
+      fi
+    done
+    if [ "$val_ok" = 1 ]; then
+      summary "ok   gdp validate --backend cuda on rnnlm_small, transformer_xl_small ($SECONDS s)"
+    else
+      summary "FAIL gdp validate --backend cuda (see validate_cuda.log)"
+      status=1
+    fi
+  else
+    summary "FAIL gdp calibrate --backend cuda --quick (see calibrate_cuda.log)"
     status=1
   fi
 fi

@@ -1,7 +1,8 @@
 // Runs one training step of a placed graph for real on this machine's CPU, for `gdp validate`:
 // a worker thread per device of the cluster (its compute stream) and a copy thread per ordered
 // pair of devices that exchange tensors (the link between them), with the simulator's
-// scheduling rules (docs/cost-model.md §2-3) and a real kernel per op (validate/kernels.h).
+// scheduling rules (docs/cost-model.md §2-3) and a real kernel per op: the calibration's kernel
+// for its class and size (validate/kernels.h over calib/cpu_kernels.h).
 #pragma once
 
 #include <cstdint>

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 
 #ifdef GDP_HAVE_CUDA
 #include "cuda/kernels.h"
+#include "validate/cuda_executor.h"
 #endif
 
 namespace gdp::validate {
@@ -60,13 +62,10 @@ void check_backend(const std::string& backend) {
   if (cuda::cuda_device_count() == 0)
     throw InputError("--backend cuda: no GPU is visible (" + cuda::cuda_last_error_string() +
                      "); use --backend cpu");
-  throw InputError(
-      "--backend cuda: validation on GPUs is not available yet in this version; use --backend "
-      "cpu");
 #else
   throw InputError(
-      "--backend cuda: this build has no CUDA backend (nvcc was not found at build time), and "
-      "validation on GPUs is not available yet; use --backend cpu");
+      "--backend cuda: this build has no CUDA backend (nvcc was not found at build time); use "
+      "--backend cpu");
 #endif
 }
 
@@ -134,8 +133,66 @@ SimResult real_run_trace(const RealStep& r, const std::vector<RealTransfer>& tra
   return s;
 }
 
+namespace {
+
+// The real runs of one backend: constructs its executor, sets the executor's figures in `rep`
+// (whose prediction `rep.sim` is already there), runs the warm-up and returns the timed runs.
+using RealRunner = std::function<std::vector<RealStep>(ValidationReport& rep)>;
+
+ValidationReport validate_with(const Graph& g, const Placement& p, const Cluster& c,
+                               const CostModel& cost, const ValidateOptions& opt,
+                               const RealRunner& run_real);
+
+}  // namespace
+
 ValidationReport validate_cpu(const Graph& g, const Placement& p, const Cluster& c,
                               const CostModel& cost, const ValidateOptions& opt) {
+  return validate_with(g, p, c, cost, opt, [&](ValidationReport& rep) {
+    CpuExecutor exec(g, p, c, opt.exec);
+    rep.backend = "cpu";
+    rep.device_threads = exec.device_threads();
+    rep.copy_threads = exec.copy_threads();
+    rep.buffer_bytes = exec.buffer_bytes();
+    rep.transfers = exec.transfers();
+    for (int32_t k = 0; k < opt.warmup; ++k) exec.run_step();
+    std::vector<RealStep> runs;
+    for (int32_t k = 0; k < opt.runs; ++k) runs.push_back(exec.run_step());
+    return runs;
+  });
+}
+
+ValidationReport validate_cuda(const Graph& g, const Placement& p, const Cluster& c,
+                               const CostModel& cost, const ValidateOptions& opt) {
+  check_backend("cuda");
+#ifdef GDP_HAVE_CUDA
+  return validate_with(g, p, c, cost, opt, [&](ValidationReport& rep) {
+    CudaExecOptions eo;
+    eo.max_buffer_bytes = opt.exec.max_buffer_bytes;
+    if (static_cast<int32_t>(rep.sim.op_start_s.size()) == g.num_ops())
+      eo.priority = rep.sim.op_start_s;  // the simulator's schedule, as far as it is topological
+    CudaExecutor exec(g, p, c, eo);
+    rep.backend = "cuda";
+    rep.gpus = exec.gpus();
+    rep.device_threads = exec.compute_streams();
+    rep.copy_threads = exec.copy_streams();
+    rep.buffer_bytes = exec.buffer_bytes();
+    rep.transfers = exec.transfers();
+    for (int32_t k = 0; k < opt.warmup; ++k) exec.run_step();
+    std::vector<RealStep> runs;
+    for (int32_t k = 0; k < opt.runs; ++k) runs.push_back(exec.run_step());
+    return runs;
+  });
+#else
+  (void)g, (void)p, (void)c, (void)cost, (void)opt;
+  throw InputError("--backend cuda: this build has no CUDA backend");
+#endif
+}
+
+namespace {
+
+ValidationReport validate_with(const Graph& g, const Placement& p, const Cluster& c,
+                               const CostModel& cost, const ValidateOptions& opt,
+                               const RealRunner& run_real) {
   if (opt.runs < 1)
     throw InputError("--runs: expected at least 1, got " + std::to_string(opt.runs));
   if (opt.warmup < 0)
@@ -159,14 +216,7 @@ ValidationReport validate_cpu(const Graph& g, const Placement& p, const Cluster&
   rep.predicted_s = rep.sim.step_time_s;  // out of memory: the time ignoring capacity
 
   // The real runs.
-  CpuExecutor exec(g, p, c, opt.exec);
-  rep.device_threads = exec.device_threads();
-  rep.copy_threads = exec.copy_threads();
-  rep.buffer_bytes = exec.buffer_bytes();
-  rep.transfers = exec.transfers();
-  for (int32_t k = 0; k < opt.warmup; ++k) exec.run_step();
-  std::vector<RealStep> runs;
-  for (int32_t k = 0; k < opt.runs; ++k) runs.push_back(exec.run_step());
+  std::vector<RealStep> runs = run_real(rep);
   for (const RealStep& r : runs) rep.step_s.push_back(r.step_s);
   rep.measured_median_s = median(rep.step_s);
   rep.measured_min_s = *std::min_element(rep.step_s.begin(), rep.step_s.end());
@@ -236,6 +286,8 @@ ValidationReport validate_cpu(const Graph& g, const Placement& p, const Cluster&
   return rep;
 }
 
+}  // namespace
+
 std::string report_to_json(const ValidationReport& r) {
   using nlohmann::json;
   auto num = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
@@ -260,6 +312,7 @@ std::string report_to_json(const ValidationReport& r) {
                     {"predicted_s", num(c.predicted_s)},
                     {"rel_error", num(c.rel_error())}});
   j["classes"] = rows;
+  j["backend"] = r.backend;
   j["device_threads"] = r.device_threads;
   j["copy_threads"] = r.copy_threads;
   j["hardware_threads"] = r.hardware_threads;

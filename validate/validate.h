@@ -16,9 +16,9 @@
 
 namespace gdp::validate {
 
-// "cpu" passes. "cuda" is an InputError: without a CUDA build or without a visible GPU it says
-// so (like rl::check_device), and with one that validation on GPUs is not available yet.
-// Anything else is an InputError naming the backends.
+// "cpu" passes. "cuda" passes in a CUDA build with a visible GPU; without a CUDA build or without
+// a visible GPU it is an InputError saying so (like rl::check_device). Anything else is an
+// InputError naming the backends.
 void check_backend(const std::string& backend);
 
 // The graph with every op's flops, bytes accessed, output, parameter, optimizer and temporary
@@ -66,8 +66,12 @@ struct ValidationReport {
   std::vector<RealTransfer> transfers;   // of the real run
   RealStep median_run;                   // the timed run whose step time is the median
   SimResult sim;                         // the prediction, with its trace
-  int32_t device_threads = 0;            // of the real run: one per device with ops
-  int32_t copy_threads = 0;              // one per ordered device pair with transfers
+  std::string backend = "cpu";           // of the real run: "cpu" or "cuda"
+  int32_t device_threads = 0;            // of the real run: one per device with ops (cuda: one
+                                         // compute stream per GPU with ops)
+  int32_t copy_threads = 0;              // one per ordered device pair with transfers (cuda:
+                                         // copy streams)
+  int32_t gpus = 0;                      // cuda: GPUs used (cluster device d on GPU d % gpus)
   int64_t buffer_bytes = 0;              // buffers of the real run
   unsigned hardware_threads = 0;         // std::thread::hardware_concurrency()
 };
@@ -78,6 +82,13 @@ struct ValidationReport {
 // not thrown.
 ValidationReport validate_cpu(const Graph& g, const Placement& p, const Cluster& c,
                               const CostModel& cost, const ValidateOptions& opt);
+
+// The same on this machine's GPUs (validate/cuda_executor.h): device d of the cluster runs on
+// GPU d % (visible GPUs); the host enqueues the ops in the simulator's start order (made
+// topological). opt.exec.max_buffer_bytes limits the device buffers; the queue policy and spin
+// apply to the prediction only. Throws InputError without a CUDA build or a visible GPU.
+ValidationReport validate_cuda(const Graph& g, const Placement& p, const Cluster& c,
+                               const CostModel& cost, const ValidateOptions& opt);
 
 // The real run as a SimResult whose trace has the simulator's rows and names: an event per op
 // on its device's row, an event per copy on the row of the first link of its route, named

@@ -205,8 +205,18 @@ TEST_CASE("calib/from-profile: bad input names the file and the field", "[calib]
 }
 
 TEST_CASE("calib/backend cuda without a GPU gives a clear error", "[calib]") {
-  // Without a CUDA build (or a visible GPU) this names the reason; with both, the GPU
-  // micro-benchmarks are not written yet and it says so. It never crashes.
-  CHECK_THROWS_AS(check_cuda_backend(), InputError);
-  CHECK_THROWS_WITH(check_cuda_backend(), Catch::Contains("backend cuda"));
+  // Without a CUDA build or a visible GPU this names the reason and never crashes. Where a
+  // GPU is visible the backend is available: nothing to check here (the gpu label's tests run
+  // it).
+  std::string msg;
+  try {
+    check_cuda_backend();
+  } catch (const InputError& e) {
+    msg = e.what();
+  }
+  if (msg.empty()) {
+    WARN("a GPU is visible: the no-GPU error is not exercised");
+    return;
+  }
+  CHECK_THAT(msg, Catch::Contains("backend cuda") && Catch::Contains("--backend cpu"));
 }
