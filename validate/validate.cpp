@@ -143,6 +143,15 @@ ValidationReport validate_with(const Graph& g, const Placement& p, const Cluster
                                const CostModel& cost, const ValidateOptions& opt,
                                const RealRunner& run_real);
 
+// opt.warmup untimed steps, then opt.runs timed ones, of a CpuExecutor or CudaExecutor.
+template <typename Executor>
+std::vector<RealStep> timed_runs(Executor& exec, const ValidateOptions& opt) {
+  for (int32_t k = 0; k < opt.warmup; ++k) exec.run_step();
+  std::vector<RealStep> runs;
+  for (int32_t k = 0; k < opt.runs; ++k) runs.push_back(exec.run_step());
+  return runs;
+}
+
 }  // namespace
 
 ValidationReport validate_cpu(const Graph& g, const Placement& p, const Cluster& c,
@@ -154,10 +163,7 @@ ValidationReport validate_cpu(const Graph& g, const Placement& p, const Cluster&
     rep.copy_threads = exec.copy_threads();
     rep.buffer_bytes = exec.buffer_bytes();
     rep.transfers = exec.transfers();
-    for (int32_t k = 0; k < opt.warmup; ++k) exec.run_step();
-    std::vector<RealStep> runs;
-    for (int32_t k = 0; k < opt.runs; ++k) runs.push_back(exec.run_step());
-    return runs;
+    return timed_runs(exec, opt);
   });
 }
 
@@ -177,10 +183,7 @@ ValidationReport validate_cuda(const Graph& g, const Placement& p, const Cluster
     rep.copy_threads = exec.copy_streams();
     rep.buffer_bytes = exec.buffer_bytes();
     rep.transfers = exec.transfers();
-    for (int32_t k = 0; k < opt.warmup; ++k) exec.run_step();
-    std::vector<RealStep> runs;
-    for (int32_t k = 0; k < opt.runs; ++k) runs.push_back(exec.run_step());
-    return runs;
+    return timed_runs(exec, opt);
   });
 #else
   (void)g, (void)p, (void)c, (void)cost, (void)opt;
