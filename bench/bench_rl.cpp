@@ -22,8 +22,8 @@
 #include "datasets/random_families.h"
 #include "datasets/registry.h"
 #include "nn/optim.h"
-#include "rl/policy.h"
-#include "rl/trainer.h"
+#include "rl/gdp/policy.h"
+#include "rl/gdp/trainer.h"
 
 using namespace gdp;
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The GDP policy network of rl/policy.cpp (BM_PolicyStep_50k of bench/bench_rl.cpp) in PyTorch,
+"""The GDP policy network of rl/gdp/policy.cpp (BM_PolicyStep_50k of bench/bench_rl.cpp) in PyTorch,
 timed the same way: wall time of forward + backward seeded with a fixed random cotangent of the
 unit logits + one Adam step over every parameter, mean over iterations after a warm-up; with
 --compare, the ratio ours / PyTorch from a Google Benchmark JSON file.
@@ -32,7 +32,7 @@ import torch.nn.functional as F
 
 from torch_blocks import TransformerXL, read_benchmark_json, segment_mean, timed_mean, uniform
 
-# rl/features.h and rl/policy.h (PolicyConfig defaults).
+# rl/features.h and rl/gdp/policy.h (PolicyConfig defaults).
 NODE_FEATURES, GRAPH_FEATURES = 36, 19
 A, E_TYPE, D, SAGE_LAYERS, L, HEADS, FFN, SEG, MEM, FILM_HIDDEN = 8, 16, 64, 2, 2, 4, 256, 128, 128, 64
 # The 50k-op graph of BM_PolicyStep_50k (make_random_graph layered, 50000, seed 1), when no

@@ -68,7 +68,7 @@ int cmd_train(int argc, char** argv) {
         "ckpt-<iteration>.bin, atomic) and summary.json (docs/policy.md).\n"
         "  --method M      gdp (default), hdp (one graph) or placeto (one graph or a suite)\n"
         "  --options O     hdp, placeto: the method's options (gdp place --list), JSON or a file\n"
-        "  --config F      gdp: training configuration JSON (rl/trainer.h; docs/policy.md)\n"
+        "  --config F      gdp: training configuration JSON (rl/gdp/trainer.h; docs/policy.md)\n"
         "  --checkpoint-every N  iterations between checkpoints (default: gdp's config, hdp 100,\n"
         "                  placeto 1; 0 = only at the end)\n"
         "  --samples N     budget: simulated placements over all graphs (default 5000 per graph\n"

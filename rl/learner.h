@@ -1,7 +1,7 @@
 // What `gdp train` drives (rl/session.h): a learned placer trained iteration by iteration
 // against the simulator, on one graph or several, with a checkpoint a resumed run continues
-// from. Three learners implement it: GDP's PPO trainer (rl/trainer.h), HDP (rl/hdp.h) and
-// Placeto (rl/placeto.h), so that the command line, logs, checkpoints, --resume and
+// from. Three learners implement it: GDP's PPO trainer (rl/gdp/trainer.h), HDP (rl/hdp/hdp.h) and
+// Placeto (rl/placeto/placeto.h), so that the command line, logs, checkpoints, --resume and
 // summary.json treat all three alike.
 //
 // Shared pieces: the reference placement a summary compares against, and the per-graph part

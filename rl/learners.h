@@ -16,9 +16,9 @@
 
 #include "nn/tensor.h"
 #include "place/run.h"
-#include "rl/hdp.h"
+#include "rl/hdp/hdp.h"
 #include "rl/learner.h"
-#include "rl/placeto.h"
+#include "rl/placeto/placeto.h"
 #include "sim/cost_model.h"
 
 namespace gdp::rl {

@@ -1,4 +1,4 @@
-// The placement methods rl/ brings to the place/ registry: "gdp" (rl/gdp_method.cpp), and the
+// The placement methods rl/ brings to the place/ registry: "gdp" (rl/gdp/method.cpp), and the
 // learned baselines "hdp" and "placeto". A
 // program calls this once at start (cli/main.cpp), after which every name-based entry point
 // (gdp place, compare, the evaluator) reaches the method.
@@ -11,7 +11,7 @@ namespace gdp::rl {
 void register_methods(place::Registry& r);
 
 // The learned baselines, trained against the same simulator (docs/baselines.md).
-place::MethodInfo hdp_method();      // rl/hdp_method.cpp: Mirhoseini et al. 2018
-place::MethodInfo placeto_method();  // rl/placeto_method.cpp: Addanki et al. 2019
+place::MethodInfo hdp_method();      // rl/hdp/method.cpp: Mirhoseini et al. 2018
+place::MethodInfo placeto_method();  // rl/placeto/method.cpp: Addanki et al. 2019
 
 }  // namespace gdp::rl

@@ -1,12 +1,12 @@
 // A training run on disk (`gdp train`): what it trains on, where it writes, and how it
-// resumes. The learner is GDP's PPO trainer (method "gdp", rl/trainer.h) or a learned baseline
+// resumes. The learner is GDP's PPO trainer (method "gdp", rl/gdp/trainer.h) or a learned baseline
 // ("hdp", "placeto": rl/learners.h); all three share this layout. Layout of DIR:
 //   config.json      the resolved configuration: method, its options (hdp, placeto) or the
 //                    training and policy config and op vocabulary (gdp), seed, graphs (files or
 //                    a suite), cluster, cost profile, budget, init
 //   log.csv          one row per iteration and graph
 //   best.json        the best placement (GDP-one); best-<graph>.json per graph (GDP-batch)
-//   state.json + ckpt-<iteration>.bin   the checkpoint (rl/trainer.h), written atomically
+//   state.json + ckpt-<iteration>.bin   the checkpoint (rl/gdp/trainer.h), written atomically
 //   summary.json     best and reference step times, samples, wall time, samples and seconds
 //                    to the best, per graph
 // A resumed run (`--resume DIR`) cuts the log back to the checkpoint and continues the same
@@ -23,9 +23,9 @@
 
 #include "place/run.h"
 #include "rl/learner.h"
-#include "rl/placeto.h"
-#include "rl/policy.h"
-#include "rl/trainer.h"
+#include "rl/placeto/placeto.h"
+#include "rl/gdp/policy.h"
+#include "rl/gdp/trainer.h"
 
 namespace gdp::rl {
 

@@ -12,7 +12,7 @@
 #include "core/io.h"
 #include "place/registry.h"
 #include "rl/register.h"
-#include "rl/trainer.h"
+#include "rl/gdp/trainer.h"
 #include "sim/sim_fixtures.h"
 #include "test_paths.h"
 

@@ -1,4 +1,4 @@
-// HDP (rl/hdp.h): finds the optimum of a tiny graph, deterministic per seed, charges invalid
+// HDP (rl/hdp/hdp.h): finds the optimum of a tiny graph, deterministic per seed, charges invalid
 // placements the failing signal, strict options, and the gradient of the model's
 // log-probability against finite differences in double precision.
 #include <catch2/catch.hpp>
@@ -9,7 +9,7 @@
 #include "nn/gradcheck.h"
 #include "place/registry.h"
 #include "place_helpers.h"
-#include "rl/hdp.h"
+#include "rl/hdp/hdp.h"
 #include "rl/register.h"
 #include "rl_fixtures.h"
 #include "sim/cost_model.h"

@@ -1,4 +1,4 @@
-// Placeto (rl/placeto.h): finds the optimum of 8-op graphs against `exhaustive`, deterministic
+// Placeto (rl/placeto/placeto.h): finds the optimum of 8-op graphs against `exhaustive`, deterministic
 // per seed, coarsening (colocation and scopes merged, limit kept, expansion per group), invalid
 // placements charged a fixed penalty with a valid best still returned, strict options, and one
 // policy object applied to graphs of different sizes.
@@ -11,7 +11,7 @@
 #include "core/rng.h"
 #include "place/registry.h"
 #include "place_helpers.h"
-#include "rl/placeto.h"
+#include "rl/placeto/placeto.h"
 #include "rl/register.h"
 #include "rl_fixtures.h"
 #include "sim/cost_model.h"

@@ -9,7 +9,7 @@
 #include "core/io.h"
 #include "nn/gradcheck.h"
 #include "place_helpers.h"
-#include "rl/policy.h"
+#include "rl/gdp/policy.h"
 #include "rl_fixtures.h"
 
 using namespace gdp;
@@ -30,7 +30,7 @@ rl::OpVocabulary vocab_of(const Graph& g) { return rl::OpVocabulary::from_graphs
 
 }  // namespace
 
-TEST_CASE("rl/policy config: defaults, round trip, strict keys", "[rl]") {
+TEST_CASE("rl/gdp/policy config: defaults, round trip, strict keys", "[rl]") {
   const rl::PolicyConfig d;
   const auto j = d.to_json();
   CHECK(rl::PolicyConfig::from_json(nlohmann::json::parse(j.dump()), "x").to_json() == j);
@@ -50,7 +50,7 @@ TEST_CASE("rl/policy config: defaults, round trip, strict keys", "[rl]") {
   CHECK_THAT(err(R"({"attention": 1})"), Contains("attention"));
 }
 
-TEST_CASE("rl/policy logits: one row per unit, devices beyond the cluster masked", "[rl]") {
+TEST_CASE("rl/gdp/policy logits: one row per unit, devices beyond the cluster masked", "[rl]") {
   const Graph g = test::small_rnnlm();
   const Cluster c = read_cluster("v100x2-nvlink");
   const rl::Policy policy(test::tiny_config().policy, vocab_of(g), 7);
@@ -96,7 +96,7 @@ TEST_CASE("rl/policy logits: one row per unit, devices beyond the cluster masked
 }
 
 TEST_CASE(
-    "rl/policy gradients by finite differences (attention and superposition on and off, LSTM)",
+    "rl/gdp/policy gradients by finite differences (attention and superposition on and off, LSTM)",
     "[rl]") {
   const Graph g = test::two_chains();
   const Cluster c = test::full_mesh(3);

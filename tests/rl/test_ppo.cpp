@@ -9,7 +9,7 @@
 #include <stdexcept>
 
 #include "nn/gradcheck.h"
-#include "rl/ppo.h"
+#include "rl/gdp/ppo.h"
 
 using namespace gdp;
 using namespace gdp::rl;
@@ -150,7 +150,7 @@ TEST_CASE("rl/sample_log_probs values and gradcheck (the fused op)", "[rl]") {
   }
 }
 
-TEST_CASE("rl/ppo gradcheck with ratios inside the clip range", "[rl]") {
+TEST_CASE("rl/gdp/ppo gradcheck with ratios inside the clip range", "[rl]") {
   for (int64_t K : {2, 3, 4})
     for (int64_t U : {3, 5})
       for (int64_t A : {2, 4}) {
@@ -175,7 +175,7 @@ TEST_CASE("rl/ppo gradcheck with ratios inside the clip range", "[rl]") {
       }
 }
 
-TEST_CASE("rl/ppo ratios just outside the clip range, both sides, both signs of advantage",
+TEST_CASE("rl/gdp/ppo ratios just outside the clip range, both sides, both signs of advantage",
           "[rl]") {
   const int64_t K = 4, U = 5, A = 3;
   PpoConfig cfg;
@@ -213,7 +213,7 @@ TEST_CASE("rl/ppo ratios just outside the clip range, both sides, both signs of 
   }
 }
 
-TEST_CASE("rl/ppo one-sided gradients a small step either side of the kinks", "[rl]") {
+TEST_CASE("rl/gdp/ppo one-sided gradients a small step either side of the kinks", "[rl]") {
   // One sample, U = 3, A = 3; every unit at the same ratio. The kink of min(rA, clip(r)A) is at
   // 1+eps for A > 0 and at 1-eps for A < 0; at the other edge the unclipped term stays the
   // minimum and the gradient is continuous. Points are 1e-3 away (the finite-difference step
@@ -246,7 +246,7 @@ TEST_CASE("rl/ppo one-sided gradients a small step either side of the kinks", "[
   CHECK(max_abs_diff(a_hi, b_hi) < 3 * d * max_abs(a_hi));
 }
 
-TEST_CASE("rl/ppo masked columns: finite loss, zero gradient there", "[rl]") {
+TEST_CASE("rl/gdp/ppo masked columns: finite loss, zero gradient there", "[rl]") {
   const int64_t K = 3, U = 4, A = 4;
   PpoConfig cfg;
   cfg.entropy_coef = 0.1;
@@ -305,7 +305,7 @@ TEST_CASE("rl/ppo masked columns: finite loss, zero gradient there", "[rl]") {
   }
 }
 
-TEST_CASE("rl/ppo at ratio 1 is REINFORCE: value -mean(A) and its gradient", "[rl]") {
+TEST_CASE("rl/gdp/ppo at ratio 1 is REINFORCE: value -mean(A) and its gradient", "[rl]") {
   const int64_t K = 3, U = 4, A = 3;
   Case c = make_case(K, U, A, {0.9, -0.3, 0.15}, 51, [](int64_t, int64_t) { return 1.0; });
   c.old_logp = log_probs(c.logits, c.actions);  // the sampling pass: ratio exactly 1
@@ -356,7 +356,7 @@ TEST_CASE("rl/ppo at ratio 1 is REINFORCE: value -mean(A) and its gradient", "[r
   }
 }
 
-TEST_CASE("rl/ppo advantages: baseline, normalization, single sample, zero spread", "[rl]") {
+TEST_CASE("rl/gdp/ppo advantages: baseline, normalization, single sample, zero spread", "[rl]") {
   PpoConfig norm, raw;
   raw.normalize_advantages = false;
   const auto a = advantages({1.0, 2.0, 3.0}, norm);
@@ -381,7 +381,7 @@ TEST_CASE("rl/ppo advantages: baseline, normalization, single sample, zero sprea
                     Catch::Contains("reward[1]"));
 }
 
-TEST_CASE("rl/ppo stats: ratio 1, and a clipped case by hand", "[rl]") {
+TEST_CASE("rl/gdp/ppo stats: ratio 1, and a clipped case by hand", "[rl]") {
   const int64_t K = 2, U = 5, A = 4;
   Case c = make_case(K, U, A, {1.0, -1.0}, 61, [](int64_t, int64_t) { return 1.0; });
   PpoConfig cfg;
@@ -417,7 +417,7 @@ TEST_CASE("rl/ppo stats: ratio 1, and a clipped case by hand", "[rl]") {
   }
 }
 
-TEST_CASE("rl/ppo K samples in one pass = the mean of K single-sample passes", "[rl]") {
+TEST_CASE("rl/gdp/ppo K samples in one pass = the mean of K single-sample passes", "[rl]") {
   const int64_t K = 4, U = 5, A = 3;
   PpoConfig cfg;
   cfg.entropy_coef = 0.1;
@@ -443,7 +443,7 @@ TEST_CASE("rl/ppo K samples in one pass = the mean of K single-sample passes", "
   CHECK(max_abs_diff(joint, mean_grad) < 1e-15);
 }
 
-TEST_CASE("rl/ppo is deterministic, and float agrees with double", "[rl]") {
+TEST_CASE("rl/gdp/ppo is deterministic, and float agrees with double", "[rl]") {
   // Large enough for the OpenMP paths (K*U and U*A above 32k elements).
   const int64_t K = 8, U = 6000, A = 8;
   const Case c = make_case(
@@ -485,7 +485,7 @@ TEST_CASE("rl/ppo is deterministic, and float agrees with double", "[rl]") {
   CHECK(s1.clip_fraction == Approx(sd.clip_fraction).margin(1e-3));
 }
 
-TEST_CASE("rl/ppo rejects inconsistent input with a message", "[rl]") {
+TEST_CASE("rl/gdp/ppo rejects inconsistent input with a message", "[rl]") {
   const Case c = make_case(2, 3, 3, {1.0, -1.0}, 91, [](int64_t, int64_t) { return 1.0; });
   const VarD x(c.logits);
   const PpoConfig cfg;

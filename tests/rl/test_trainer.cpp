@@ -15,7 +15,7 @@
 #include "place_helpers.h"
 #include "rl/register.h"
 #include "rl/session.h"
-#include "rl/trainer.h"
+#include "rl/gdp/trainer.h"
 #include "rl_fixtures.h"
 #include "test_paths.h"
 
@@ -57,7 +57,7 @@ rl::SessionSpec one_graph_spec(const fs::path& graph_file, int64_t samples) {
 
 }  // namespace
 
-TEST_CASE("rl/trainer reaches the enumerated optimum of an 8-op graph on 2 devices", "[rl]") {
+TEST_CASE("rl/gdp/trainer reaches the enumerated optimum of an 8-op graph on 2 devices", "[rl]") {
   const Graph g = test::two_chains();
   const Cluster c = test::full_mesh(2);
   const double best = optimum(g, c);
@@ -81,7 +81,7 @@ TEST_CASE("rl/trainer reaches the enumerated optimum of an 8-op graph on 2 devic
   CHECK(sim.run(greedy).step_time_s <= 1.1 * best);
 }
 
-TEST_CASE("rl/trainer is deterministic: same seed, same rows and best", "[rl]") {
+TEST_CASE("rl/gdp/trainer is deterministic: same seed, same rows and best", "[rl]") {
   const Graph g = test::small_rnnlm();
   const Cluster c = read_cluster("v100x2-nvlink");
   auto run = [&](uint64_t seed) {
@@ -251,7 +251,7 @@ TEST_CASE("rl/session: GDP-batch over a suite, then fine-tuning from its policy"
   CHECK(fine->params().values().to_vector() != pre->params().values().to_vector());  // trained
 }
 
-TEST_CASE("rl/trainer imitation warm start: the policy learns the reference, resumes exactly",
+TEST_CASE("rl/gdp/trainer imitation warm start: the policy learns the reference, resumes exactly",
           "[rl]") {
   const Graph g = test::small_rnnlm();
   const Cluster c = read_cluster("v100x2-nvlink");

@@ -10,7 +10,7 @@
 #include "place/registry.h"
 #include "rl/register.h"
 #include "rl/session.h"
-#include "rl/trainer.h"
+#include "rl/gdp/trainer.h"
 
 namespace gdp::rl {
 
@@ -100,7 +100,7 @@ void register_methods(place::Registry& r) {
        place::integer_option("samples", 0, 0, int64_t{1} << 30,
                              "zero-shot: the best of the greedy placement and N samples"),
        place::boolean_option("fine_tune", false, "train from the checkpoint within the budget"),
-       place::object_option("config", "training configuration (rl/trainer.h TrainConfig)")},
+       place::object_option("config", "training configuration (rl/gdp/trainer.h TrainConfig)")},
       true,
       [](const place::Options& o) { return std::make_unique<GdpPlacer>(o); }});
   r.add(hdp_method());

@@ -1,10 +1,10 @@
 // The Placeto baseline as a place/ method ("placeto"): trains a fresh policy on the problem
-// within the run's sample budget (rl/placeto.h) and returns the best placement it simulated.
+// within the run's sample budget (rl/placeto/placeto.h) and returns the best placement it simulated.
 #include <cstdio>
 #include <memory>
 
 #include "core/error.h"
-#include "rl/placeto.h"
+#include "rl/placeto/placeto.h"
 #include "rl/register.h"
 #include "rl/session.h"
 

@@ -1,5 +1,5 @@
-// Placeto: coarsening, the message-passing policy and its REINFORCE training (rl/placeto.h).
-#include "rl/placeto.h"
+// Placeto: coarsening, the message-passing policy and its REINFORCE training (rl/placeto/placeto.h).
+#include "rl/placeto/placeto.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,5 +1,5 @@
 // The GDP policy network: configuration, per-graph inputs, forward pass, sampling.
-#include "rl/policy.h"
+#include "rl/gdp/policy.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,13 +11,13 @@
 #include "nn/graph_ops.h"
 #include "nn/ops.h"
 #include "nn/sampling.h"
-#include "rl/ppo.h"
+#include "rl/gdp/ppo.h"
 
 namespace gdp::rl {
 
 namespace {
 
-constexpr double kMaskLogit = kMaskedLogit;  // rl/ppo.h
+constexpr double kMaskLogit = kMaskedLogit;  // rl/gdp/ppo.h
 
 int32_t int_key(const StrictJson& sj, const nlohmann::json& j, const char* key, int32_t def,
                 int32_t lo, int32_t hi) {

@@ -1,6 +1,6 @@
 // The PPO loss: the fused op sample_log_probs (one log-sum-exp per unit for all K samples),
 // then nn's element-wise ops on (K, U) (ratio, clip, min, mean) and nn::categorical_entropy.
-#include "rl/ppo.h"
+#include "rl/gdp/ppo.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,11 +1,11 @@
 // "hdp": the hierarchical device placer of Mirhoseini et al. (2018) as a place/ method. It
 // trains a fresh grouper + seq2seq placer by REINFORCE on the problem within the run's budget
-// (rl/hdp.h) and returns the best placement it simulated.
+// (rl/hdp/hdp.h) and returns the best placement it simulated.
 #include <cstdio>
 #include <memory>
 
 #include "core/error.h"
-#include "rl/hdp.h"
+#include "rl/hdp/hdp.h"
 #include "rl/register.h"
 
 namespace gdp::rl {

@@ -23,8 +23,8 @@
 #include "place/problem.h"
 #include "place/run.h"
 #include "rl/learner.h"
-#include "rl/policy.h"
-#include "rl/ppo.h"
+#include "rl/gdp/policy.h"
+#include "rl/gdp/ppo.h"
 #include "rl/reward.h"
 #include "sim/cost_model.h"
 

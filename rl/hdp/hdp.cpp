@@ -1,5 +1,5 @@
-// HDP (Mirhoseini et al. 2018): model and REINFORCE trainer. See rl/hdp.h.
-#include "rl/hdp.h"
+// HDP (Mirhoseini et al. 2018): model and REINFORCE trainer. See rl/hdp/hdp.h.
+#include "rl/hdp/hdp.h"
 
 #include <algorithm>
 #include <cmath>

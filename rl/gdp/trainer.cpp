@@ -1,6 +1,6 @@
 // The PPO loop: sample K placements per graph, simulate, rewards, advantages, updates;
 // checkpoints that resume the same run.
-#include "rl/trainer.h"
+#include "rl/gdp/trainer.h"
 
 #include <algorithm>
 #include <cmath>
