@@ -153,7 +153,15 @@ nlohmann::json parse_options_arg(const std::string& arg) {
   const size_t k = arg.find_first_not_of(" \t\r\n");
   if (k != std::string::npos && arg[k] == '{') return StrictJson("--options").parse(arg);
   if (k == std::string::npos) throw InputError("--options: expected a JSON object or a file");
-  return StrictJson(arg).parse(read_text_file(arg));
+  if (std::string("[\"-0123456789").find(arg[k]) != std::string::npos || arg == "true" ||
+      arg == "false" || arg == "null")
+    throw InputError("--options: options must be a JSON object ({\"key\": value, ...}) or a "
+                     "file holding one; got '" + arg + "'");
+  nlohmann::json j = StrictJson(arg).parse(read_text_file(arg));
+  if (!j.is_object())
+    throw InputError(arg + ": options must be a JSON object ({\"key\": value, ...}), got " +
+                     std::string(j.type_name()));
+  return j;
 }
 
 std::vector<std::string> split_commas(const std::string& s) {

@@ -96,7 +96,21 @@ struct SessionFile {
   nlohmann::json vocabulary;
 };
 
+// A training run is a directory holding config.json; say so plainly when `dir` is not one.
+void check_run_dir(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec))
+    throw InputError(dir + ": no such training run (expected a `gdp train --out` directory)");
+  if (!fs::is_directory(dir, ec))
+    throw InputError(dir + ": not a training run: expected a `gdp train --out` directory, got a "
+                           "file");
+  if (!fs::exists(fs::path(dir) / "config.json", ec))
+    throw InputError(dir + ": not a training run (it has no config.json; expected a `gdp train "
+                           "--out` directory)");
+}
+
 SessionFile read_session(const std::string& dir) {
+  check_run_dir(dir);
   const std::string path = (fs::path(dir) / "config.json").string();
   StrictJson sj(path);
   const nlohmann::json j = sj.parse(read_text_file(path));
@@ -144,15 +158,20 @@ std::string fmt(double x) {
 
 std::string log_header(bool batch) {
   return std::string("iteration,") + (batch ? "graph," : "") +
-         "samples,wall_s,best_step_s,mean_step_s,invalid_frac,entropy,loss\n";
+         "samples,wall_s,best_step_s,mean_step_s,invalid_frac,entropy,loss,reward_std,signal_t,"
+         "grad_norm,approx_kl,clip_fraction,entropy_p10,entropy_p50,entropy_p90,greedy_changed,"
+         "elite_ce,local_samples\n";
 }
 
 std::string log_row(const IterationStats& r, bool batch) {
   std::string s = std::to_string(r.iteration) + ",";
   if (batch) s += r.graph + ",";
   s += std::to_string(r.samples) + "," + fmt(r.wall_s) + "," + fmt(r.best_step_s) + "," +
-       fmt(r.mean_step_s) + "," + fmt(r.invalid_frac) + "," + fmt(r.entropy) + "," + fmt(r.loss) +
-       "\n";
+       fmt(r.mean_step_s) + "," + fmt(r.invalid_frac) + "," + fmt(r.entropy) + "," + fmt(r.loss);
+  for (double x : {r.reward_std, r.signal_t, r.grad_norm, r.approx_kl, r.clip_fraction,
+                   r.entropy_p10, r.entropy_p50, r.entropy_p90, r.greedy_changed, r.elite_ce})
+    s += "," + fmt(x);
+  s += "," + std::to_string(r.local_samples) + "\n";
   return s;
 }
 
@@ -255,12 +274,17 @@ place::Budget effective_budget(const SessionSpec& s, size_t graphs) {
 }
 
 // The parameters of a run's last checkpoint (state.json names it) into `params`.
-void load_parameters(const std::string& dir, nn::ParameterBuffer& params) {
-  const std::string state_path = (fs::path(dir) / "state.json").string();
-  StrictJson sj(state_path);
-  const nlohmann::json st = sj.parse(read_text_file(state_path));
-  sj.check_header(st, "gdp-train-state", 1);
-  const std::string bin = (fs::path(dir) / sj.string(st, "checkpoint", "")).string();
+// `file`: a ckpt-N.bin of the run to load instead of the one its state.json names.
+void load_parameters(const std::string& dir, nn::ParameterBuffer& params,
+                     const std::string& file = "") {
+  std::string bin = file;
+  if (bin.empty()) {
+    const std::string state_path = (fs::path(dir) / "state.json").string();
+    StrictJson sj(state_path);
+    const nlohmann::json st = sj.parse(read_text_file(state_path));
+    sj.check_header(st, "gdp-train-state", 1);
+    bin = (fs::path(dir) / sj.string(st, "checkpoint", "")).string();
+  }
   try {
     nn::load_checkpoint(bin, params, nullptr);
   } catch (const std::runtime_error& e) {
@@ -359,7 +383,18 @@ void resume(const std::string& dir, const IterationFn& on_iteration, int64_t max
   run_loop(*t, f.spec, dir, on_iteration, max_iterations);
 }
 
-std::unique_ptr<Policy> load_policy(const std::string& dir) {
+std::unique_ptr<Policy> load_policy(const std::string& path) {
+  // A run directory, or one of its checkpoint files (RUN/ckpt-N.bin): that file's parameters.
+  std::string dir = path, bin;
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) {
+    const fs::path parent = fs::path(path).parent_path();
+    if (!fs::exists(parent / "config.json", ec))
+      throw InputError(path + ": expected a `gdp train --out` run directory or a ckpt-N.bin "
+                              "inside one; this file is neither");
+    dir = parent.empty() ? "." : parent.string();
+    bin = path;
+  }
   SessionFile f = read_session(dir);
   if (f.spec.method != "gdp")
     throw InputError(dir + "/config.json: method: a GDP policy was expected; this run trained '" +
@@ -368,7 +403,7 @@ std::unique_ptr<Policy> load_policy(const std::string& dir) {
   auto policy = std::make_unique<Policy>(
       f.spec.config.policy, OpVocabulary::from_json(f.vocabulary, cfg + ": vocabulary"),
       f.spec.seed);
-  load_parameters(dir, policy->params());
+  load_parameters(dir, policy->params(), bin);
   return policy;
 }
 

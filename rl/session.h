@@ -60,8 +60,9 @@ void resume(const std::string& dir, const IterationFn& on_iteration = {},
             int64_t max_iterations = 0);
 
 // The policy of a GDP training DIR (config.json + its checkpoint), for zero-shot placement and
-// fine-tuning.
-std::unique_ptr<Policy> load_policy(const std::string& dir);
+// fine-tuning; or of one of its checkpoint files (DIR/ckpt-N.bin). A path that is neither is an
+// InputError that says a run directory was expected.
+std::unique_ptr<Policy> load_policy(const std::string& path);
 // The policy of a Placeto training DIR (`gdp train --method placeto`), for zero-shot placement;
 // *config gets its training configuration.
 std::unique_ptr<placeto::PlacetoPolicy> load_placeto_policy(const std::string& dir,

@@ -118,6 +118,15 @@ BasicVar<T> sample_log_probs(const BasicVar<T>& logits, const std::vector<int32_
   return res;
 }
 
+const char* baseline_name(Baseline b) {
+  switch (b) {
+    case Baseline::mean: return "mean";
+    case Baseline::loo: return "loo";
+    case Baseline::rank: return "rank";
+  }
+  return "?";
+}
+
 std::vector<double> advantages(const std::vector<double>& rewards, const PpoConfig& c) {
   if (rewards.empty()) fail("rl::advantages", "no rewards (need K >= 1 samples)");
   double mean = 0;
@@ -126,15 +135,36 @@ std::vector<double> advantages(const std::vector<double>& rewards, const PpoConf
       fail("rl::advantages", "reward[" + std::to_string(k) + "] is not finite");
     mean += rewards[k];
   }
-  const double K = static_cast<double>(rewards.size());
+  const size_t n = rewards.size();
+  const double K = static_cast<double>(n);
   mean /= K;
-  std::vector<double> adv(rewards.size());
-  double var = 0;
-  for (size_t k = 0; k < rewards.size(); ++k) {
-    adv[k] = rewards[k] - mean;
-    var += adv[k] * adv[k];
+  std::vector<double> adv(n);
+  if (n == 1) return std::vector<double>(1, 0.0);
+  switch (c.baseline) {
+    case Baseline::mean:
+      for (size_t k = 0; k < n; ++k) adv[k] = rewards[k] - mean;
+      break;
+    case Baseline::loo:  // r_k - (K mean - r_k) / (K - 1)
+      for (size_t k = 0; k < n; ++k) adv[k] = rewards[k] - (K * mean - rewards[k]) / (K - 1);
+      break;
+    case Baseline::rank: {
+      std::vector<size_t> order(n);
+      for (size_t k = 0; k < n; ++k) order[k] = k;
+      std::stable_sort(order.begin(), order.end(),
+                       [&](size_t a, size_t b) { return rewards[a] < rewards[b]; });
+      for (size_t i = 0; i < n;) {  // ties share the mean of their ranks
+        size_t j = i;
+        while (j + 1 < n && rewards[order[j + 1]] == rewards[order[i]]) ++j;
+        const double r = 0.5 * static_cast<double>(i + j) / (K - 1) - 0.5;
+        for (size_t q = i; q <= j; ++q) adv[order[q]] = r;
+        i = j + 1;
+      }
+      break;
+    }
   }
   if (c.normalize_advantages) {
+    double var = 0;  // every baseline above is centred: mean_k adv_k = 0
+    for (double a : adv) var += a * a;
     const double scale = 1.0 / (std::sqrt(var / K) + 1e-8);
     for (double& a : adv) a *= scale;
   }

@@ -21,15 +21,24 @@ namespace gdp::rl {
 // categorical_sample) and gets an exactly zero gradient from ppo_loss.
 inline constexpr float kMaskedLogit = -1e9f;
 
+// How the K rewards of one graph become advantages (docs/ppo.md, "Advantages").
+enum class Baseline {
+  mean,  // r_k - mean_j r_j
+  loo,   // r_k - mean_{j != k} r_j  (leave-one-out: the baseline does not see its own sample)
+  rank,  // centred ranks: (rank_k / (K - 1)) - 1/2, ties share their mean rank; scale-free
+};
+const char* baseline_name(Baseline b);
+
 struct PpoConfig {
   double clip = 0.2;                 // epsilon of the clipped ratio, > 0
   double entropy_coef = 0.01;        // bonus weight (loss -= coef * mean entropy)
-  bool normalize_advantages = true;  // per graph: (r - mean) / (std + 1e-8) over its K samples
+  bool normalize_advantages = true;  // per graph: divided by (std + 1e-8) over its K samples
+  Baseline baseline = Baseline::mean;
 };
 
-// Advantages of the K samples of one graph from their rewards, baseline = the mean reward:
-// r_k - mean, divided by (std + 1e-8) when c.normalize_advantages (std: population, over K).
-// One sample or zero spread gives zeros. Rewards must be finite and K >= 1.
+// Advantages of the K samples of one graph from their rewards (c.baseline), divided by their
+// population std (+ 1e-8) when c.normalize_advantages. One sample or zero spread gives zeros.
+// Rewards must be finite and K >= 1.
 std::vector<double> advantages(const std::vector<double>& rewards, const PpoConfig& c);
 
 struct PpoStats {

@@ -22,6 +22,26 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// The policy's actions (U) for a placement: each unit's device (its first op's), relabeled on
+// an anchored input so that unit 0 is on device 0 (a relabeling has the same step time).
+std::vector<int32_t> unit_actions(const Placement& p, const PolicyInput& in) {
+  const place::Units& units = in.units;
+  std::vector<int32_t> a(static_cast<size_t>(units.num_units()));
+  for (int32_t u = 0; u < units.num_units(); ++u)
+    a[static_cast<size_t>(u)] = p.device[static_cast<size_t>(units.first_op[static_cast<size_t>(u)])];
+  if (in.anchored && !a.empty()) {
+    const int32_t d0 = a[0];
+    for (int32_t& x : a) x = x == d0 ? 0 : x == 0 ? d0 : x;
+  }
+  return a;
+}
+
+// A linear decay to 0 over `iterations` (0: none), at 1-based iteration `it`.
+double linear_decay(int64_t it, int32_t iterations) {
+  if (iterations <= 0) return 1.0;
+  return std::max(0.0, 1.0 - static_cast<double>(it - 1) / iterations);
+}
+
 int32_t int_key(const StrictJson& sj, const nlohmann::json& j, const char* key, int32_t def,
                 int32_t lo, int32_t hi) {
   return j.contains(key) ? static_cast<int32_t>(sj.integer(j, key, "", lo, hi)) : def;
@@ -37,18 +57,26 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
   StrictJson sj(source);
   sj.check_keys(j, "", {},
                 {"policy", "ppo", "reward", "samples_per_iteration", "epochs", "minibatches", "lr",
-                 "grad_clip", "checkpoint_every", "keep_reference", "imitation_steps"});
+                 "grad_clip", "checkpoint_every", "keep_reference", "imitation_steps", "warm_start",
+                 "elite", "explore", "entropy_decay_iterations"});
   TrainConfig c;
   if (j.contains("policy"))
     c.policy = PolicyConfig::from_json(sj.object(j, "policy", ""), source + ": policy");
   if (j.contains("ppo")) {
     const nlohmann::json& p = sj.object(j, "ppo", "");
     StrictJson sp(source + ": ppo");
-    sp.check_keys(p, "", {}, {"clip", "entropy_coef", "normalize_advantages"});
+    sp.check_keys(p, "", {}, {"clip", "entropy_coef", "normalize_advantages", "baseline"});
     c.ppo.clip = num_key(sp, p, "clip", c.ppo.clip, 0, 1);
     c.ppo.entropy_coef = num_key(sp, p, "entropy_coef", c.ppo.entropy_coef, 0, 10);
     if (p.contains("normalize_advantages"))
       c.ppo.normalize_advantages = sp.boolean(p, "normalize_advantages", "");
+    if (p.contains("baseline")) {
+      const std::string b = sp.string(p, "baseline", "");
+      if (b == "mean") c.ppo.baseline = Baseline::mean;
+      else if (b == "loo") c.ppo.baseline = Baseline::loo;
+      else if (b == "rank") c.ppo.baseline = Baseline::rank;
+      else sp.fail("baseline", "expected \"mean\", \"loo\" or \"rank\", got \"" + b + "\"");
+    }
   }
   if (j.contains("reward")) {
     const nlohmann::json& r = sj.object(j, "reward", "");
@@ -68,6 +96,41 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
   c.checkpoint_every = int_key(sj, j, "checkpoint_every", c.checkpoint_every, 0, 1 << 30);
   if (j.contains("keep_reference")) c.keep_reference = sj.boolean(j, "keep_reference", "");
   c.imitation_steps = int_key(sj, j, "imitation_steps", c.imitation_steps, 0, 1 << 20);
+  if (j.contains("warm_start")) {
+    const nlohmann::json& w = sj.array(j, "warm_start", "");
+    const place::Registry& reg = place::registry();
+    for (size_t i = 0; i < w.size(); ++i) {
+      if (!w[i].is_string()) sj.fail(json_path("warm_start", i), "expected a method name");
+      const std::string m = w[i].get<std::string>();
+      if (m == "gdp") sj.fail(json_path("warm_start", i), "gdp cannot warm-start itself");
+      if (!reg.find(m))
+        sj.fail(json_path("warm_start", i), "unknown method '" + m + "' (known: " + [&] {
+          std::string k;
+          for (const auto& n : reg.names()) k += (k.empty() ? "" : ", ") + n;
+          return k;
+        }() + ")");
+      c.warm_start.push_back(m);
+    }
+  }
+  if (j.contains("elite")) {
+    const nlohmann::json& e = sj.object(j, "elite", "");
+    StrictJson se(source + ": elite");
+    se.check_keys(e, "", {}, {"size", "weight", "decay_iterations"});
+    c.elite.size = int_key(se, e, "size", c.elite.size, 0, 4096);
+    c.elite.weight = num_key(se, e, "weight", c.elite.weight, 0, 1e6);
+    c.elite.decay_iterations = int_key(se, e, "decay_iterations", c.elite.decay_iterations, 0,
+                                       1 << 30);
+  }
+  if (j.contains("explore")) {
+    const nlohmann::json& e = sj.object(j, "explore", "");
+    StrictJson se(source + ": explore");
+    se.check_keys(e, "", {}, {"local_fraction", "block_fraction", "uniform_mix"});
+    c.explore.local_fraction = num_key(se, e, "local_fraction", c.explore.local_fraction, 0, 1);
+    c.explore.block_fraction = num_key(se, e, "block_fraction", c.explore.block_fraction, 0, 1);
+    c.explore.uniform_mix = num_key(se, e, "uniform_mix", c.explore.uniform_mix, 0, 1);
+  }
+  c.entropy_decay_iterations =
+      int_key(sj, j, "entropy_decay_iterations", c.entropy_decay_iterations, 0, 1 << 30);
   return c;
 }
 
@@ -76,7 +139,8 @@ nlohmann::ordered_json TrainConfig::to_json() const {
   j["policy"] = policy.to_json();
   j["ppo"] = {{"clip", ppo.clip},
               {"entropy_coef", ppo.entropy_coef},
-              {"normalize_advantages", ppo.normalize_advantages}};
+              {"normalize_advantages", ppo.normalize_advantages},
+              {"baseline", baseline_name(ppo.baseline)}};
   j["reward"] = {{"invalid_penalty", reward.invalid_penalty}};
   j["samples_per_iteration"] = samples_per_iteration;
   j["epochs"] = epochs;
@@ -86,6 +150,14 @@ nlohmann::ordered_json TrainConfig::to_json() const {
   j["checkpoint_every"] = checkpoint_every;
   j["keep_reference"] = keep_reference;
   j["imitation_steps"] = imitation_steps;
+  j["warm_start"] = warm_start;
+  j["elite"] = {{"size", elite.size},
+                {"weight", elite.weight},
+                {"decay_iterations", elite.decay_iterations}};
+  j["explore"] = {{"local_fraction", explore.local_fraction},
+                  {"block_fraction", explore.block_fraction},
+                  {"uniform_mix", explore.uniform_mix}};
+  j["entropy_decay_iterations"] = entropy_decay_iterations;
   return j;
 }
 
@@ -122,15 +194,8 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
     st.reference_s = ref.step_s;
     st.reference_method = ref.method;
     if (config_.keep_reference && st.run->samples_left() > 0) st.run->evaluate(p);
-    const place::Units& units = st.input.units;
-    st.reference_actions.resize(static_cast<size_t>(units.num_units()));
-    for (int32_t u = 0; u < units.num_units(); ++u)
-      st.reference_actions[static_cast<size_t>(u)] =
-          p.device[static_cast<size_t>(units.first_op[static_cast<size_t>(u)])];
-    if (st.input.anchored) {  // relabel: unit 0's device becomes device 0
-      const int32_t d0 = st.reference_actions[0];
-      for (int32_t& a : st.reference_actions) a = a == d0 ? 0 : a == 0 ? d0 : a;
-    }
+    st.reference_actions = unit_actions(p, st.input);
+    st.elites = EliteSet(config_.elite.size);
     graphs_.push_back(std::move(st));
   }
 }
@@ -147,6 +212,22 @@ bool Trainer::done(const place::Budget& budget) const {
       static_cast<int64_t>(config_.samples_per_iteration) * static_cast<int64_t>(graphs_.size());
   if (budget.samples > 0 && total_samples() + next > budget.samples) return true;
   return budget.seconds > 0 && wall_s() >= budget.seconds;
+}
+
+void Trainer::run_warm_start(GraphState& st) {
+  const place::Problem& problem = st.run->problem();
+  double best = kInf;
+  for (const std::string& m : config_.warm_start) {
+    if (st.run->samples_left() <= 0) break;
+    const place::PlaceResult r =
+        place::place(place::prepare(place::registry(), m), problem, place::Budget(), seed_);
+    if (r.report.samples > 1) st.run->count_samples(r.report.samples - 1);
+    const double t = st.run->evaluate(r.placement);
+    if (!std::isfinite(t)) continue;
+    std::vector<int32_t> a = unit_actions(r.placement, st.input);
+    st.elites.offer(t, a);
+    if (t < best) best = t, st.reference_actions = std::move(a);
+  }
 }
 
 void Trainer::imitate() {
@@ -182,10 +263,37 @@ void Trainer::imitate() {
   }
 }
 
+namespace {
+
+// The loss of one graph: PPO over its on-policy samples (the entropy bonus alone when it has
+// none) plus the elite cross-entropy, weight elite_w, over the elites' actions (E * U).
+nn::Var graph_loss(const nn::Var& logits, const std::vector<int32_t>& acts,
+                   const std::vector<float>& old, const std::vector<double>& adv,
+                   const std::vector<int32_t>& elite_acts, const PpoConfig& ppo, double elite_w,
+                   PpoStats& stats, double& elite_ce) {
+  nn::Var loss;
+  if (!acts.empty()) {
+    loss = ppo_loss(logits, acts, old, adv, ppo, &stats);
+  } else {
+    const nn::Var h = nn::mean(nn::categorical_entropy(logits));
+    stats = PpoStats();
+    stats.entropy = static_cast<double>(h.item());
+    loss = nn::scale(h, static_cast<float>(-ppo.entropy_coef));
+    stats.loss = static_cast<double>(loss.item());
+  }
+  if (elite_w > 0 && !elite_acts.empty()) {
+    const nn::Var ce = nn::neg(nn::mean(sample_log_probs(logits, elite_acts)));
+    elite_ce = static_cast<double>(ce.item());
+    loss = nn::add(loss, nn::scale(ce, static_cast<float>(elite_w)));
+  }
+  return loss;
+}
+
+}  // namespace
+
 std::vector<IterationStats> Trainer::step() {
   ++iteration_;
   times_ = PhaseTimes();
-  if (iteration_ == 1 && config_.imitation_steps > 0) imitate();
   using Clock = std::chrono::steady_clock;
   auto tick = Clock::now();
   auto lap = [&](double& into) {
@@ -193,20 +301,40 @@ std::vector<IterationStats> Trainer::step() {
     into += std::chrono::duration<double>(now - tick).count();
     tick = now;
   };
+  if (iteration_ == 1) {
+    if (!config_.warm_start.empty())
+      for (GraphState& st : graphs_) run_warm_start(st);
+    lap(times_.simulate_s);
+    if (config_.imitation_steps > 0) imitate();
+  }
   const int32_t K = config_.samples_per_iteration, E = config_.epochs, M = config_.minibatches;
+  const int32_t K_local =
+      config_.explore.local_fraction > 0
+          ? std::clamp(static_cast<int32_t>(std::lround(config_.explore.local_fraction * K)), 0, K)
+          : 0;
+  const int32_t K_on = K - K_local;  // on-policy samples, the PPO batch
+  PpoConfig ppo = config_.ppo;
+  ppo.entropy_coef *= linear_decay(iteration_, config_.entropy_decay_iterations);
+  const double elite_w = config_.elite.size > 0 ? config_.elite.weight *
+                                                      linear_decay(iteration_,
+                                                                   config_.elite.decay_iterations)
+                                                : 0.0;
   const float inv_graphs = 1.0f / static_cast<float>(graphs_.size());
   nn::ParameterBuffer& params = policy_->params();
   struct Batch {
-    std::vector<int32_t> actions;  // (K * U)
-    std::vector<float> old_logp;   // (K * U)
-    std::vector<double> adv;       // (K)
+    std::vector<int32_t> actions;  // (K_on * U)
+    std::vector<float> old_logp;   // (K_on * U)
+    std::vector<double> adv;       // (K_on)
+    std::vector<int32_t> elites;   // (elites * U)
   };
   std::vector<Batch> batches(graphs_.size());
   std::vector<IterationStats> rows(graphs_.size());
   const bool reuse_first = M == 1;  // the sampling pass is also the first epoch's forward
+  double grad_norm = kNaN;
   params.zero_grad();
   for (size_t gi = 0; gi < graphs_.size(); ++gi) {
     GraphState& st = graphs_[gi];
+    const size_t U = static_cast<size_t>(st.input.num_units());
     nn::Var logits;
     {
       std::unique_ptr<nn::NoGradGuard> no_grad;
@@ -215,18 +343,65 @@ std::vector<IterationStats> Trainer::step() {
       logits = policy_->forward(st.input);
       lap(times_.forward_s);
     }
+    IterationStats& row = rows[gi];
+    const nn::Tensor host = logits.value().cpu().contiguous();
+    {  // diagnostics of the policy as it samples
+      std::vector<int32_t> greedy = greedy_actions(host);
+      if (st.greedy.size() == greedy.size()) {
+        int64_t changed = 0;
+        for (size_t u = 0; u < U; ++u) changed += greedy[u] != st.greedy[u];
+        row.greedy_changed = static_cast<double>(changed) / static_cast<double>(U);
+      }
+      st.greedy = std::move(greedy);
+      const std::vector<double> h = unit_entropies(host);
+      row.entropy_p10 = quantile(h, 0.1);
+      row.entropy_p50 = quantile(h, 0.5);
+      row.entropy_p90 = quantile(h, 0.9);
+    }
     Batch& b = batches[gi];
-    b.actions = sample_actions(logits.value(), K, rng_);
-    b.old_logp = log_probs(logits.value(), b.actions);
-    std::vector<Placement> ps(K);
-    for (int32_t k = 0; k < K; ++k) ps[k] = placement_of(st.input.units, b.actions, k);
+    if (K_on > 0) {
+      b.actions = sample_actions(host, K_on, rng_);
+      b.old_logp = log_probs(logits.value(), b.actions);
+    }
+    std::vector<int32_t> local;  // (K_local * U)
+    for (int32_t k = 0; k < K_local; ++k) {
+      const std::vector<int32_t>& base =
+          st.elites.empty() ? st.greedy
+                            : st.elites[static_cast<size_t>(rng_.below(st.elites.size()))].actions;
+      const std::vector<int32_t> a =
+          local_proposal(host, base, st.input.anchored, config_.explore, rng_);
+      local.insert(local.end(), a.begin(), a.end());
+    }
+    std::vector<Placement> ps;
+    ps.reserve(static_cast<size_t>(K));
+    for (int32_t k = 0; k < K_on; ++k) ps.push_back(placement_of(st.input.units, b.actions, k));
+    for (int32_t k = 0; k < K_local; ++k) ps.push_back(placement_of(st.input.units, local, k));
     lap(times_.sample_s);
     const std::vector<double> t = st.run->evaluate(ps);
     lap(times_.simulate_s);
-    b.adv = advantages(rewards_of(t, st.reference_s, config_.reward), config_.ppo);
-    IterationStats& row = rows[gi];
+    if (st.elites.capacity() > 0)
+      for (int32_t k = 0; k < K; ++k) {
+        const std::vector<int32_t>& src = k < K_on ? b.actions : local;
+        const size_t at = static_cast<size_t>(k < K_on ? k : k - K_on) * U;
+        st.elites.offer(t[static_cast<size_t>(k)],
+                        std::vector<int32_t>(src.begin() + static_cast<std::ptrdiff_t>(at),
+                                             src.begin() + static_cast<std::ptrdiff_t>(at + U)));
+      }
+    if (elite_w > 0) b.elites = st.elites.flat_actions();
+    if (K_on > 0) {
+      const std::vector<double> r = rewards_of(
+          std::vector<double>(t.begin(), t.begin() + K_on), st.reference_s, config_.reward);
+      b.adv = advantages(r, ppo);
+      double m = 0, v = 0;
+      for (double x : r) m += x;
+      m /= K_on;
+      for (double x : r) v += (x - m) * (x - m);
+      row.reward_std = std::sqrt(v / K_on);
+      row.signal_t = signal_t(host, b.actions, b.adv);
+    }
     row.iteration = iteration_;
     row.graph = st.spec.name;
+    row.local_samples = K_local;
     double sum = 0;
     int valid = 0;
     for (double x : t)
@@ -235,7 +410,8 @@ std::vector<IterationStats> Trainer::step() {
     row.invalid_frac = 1.0 - static_cast<double>(valid) / K;
     if (reuse_first) {
       PpoStats ps_stats;
-      const nn::Var loss = ppo_loss(logits, b.actions, b.old_logp, b.adv, config_.ppo, &ps_stats);
+      const nn::Var loss = graph_loss(logits, b.actions, b.old_logp, b.adv, b.elites, ppo, elite_w,
+                                      ps_stats, row.elite_ce);
       nn::backward(nn::scale(loss, inv_graphs));
       lap(times_.backward_s);
       row.entropy = ps_stats.entropy;
@@ -246,19 +422,20 @@ std::vector<IterationStats> Trainer::step() {
   }
   if (reuse_first) {
     tick = Clock::now();
-    nn::clip_grad_norm(params, config_.grad_clip);
+    grad_norm = nn::clip_grad_norm(params, config_.grad_clip);
     adam_->step();
     lap(times_.update_s);
   }
-  // The remaining updates: epochs x minibatches, each over every graph's share of its samples.
-  std::vector<int32_t> order(K);
+  // The remaining updates: epochs x minibatches, each over every graph's share of its
+  // on-policy samples (and all its elites).
+  std::vector<int32_t> order(static_cast<size_t>(K_on));
   for (int32_t e = reuse_first ? 1 : 0; e < E; ++e) {
     std::iota(order.begin(), order.end(), 0);
-    for (int32_t i = K - 1; i > 0; --i)  // Fisher-Yates on the trainer's stream
+    for (int32_t i = K_on - 1; i > 0; --i)  // Fisher-Yates on the trainer's stream
       std::swap(order[i], order[rng_.below(static_cast<uint64_t>(i) + 1)]);
     for (int32_t mb = 0; mb < M; ++mb) {
-      const int32_t lo = static_cast<int32_t>(static_cast<int64_t>(K) * mb / M);
-      const int32_t hi = static_cast<int32_t>(static_cast<int64_t>(K) * (mb + 1) / M);
+      const int32_t lo = static_cast<int32_t>(static_cast<int64_t>(K_on) * mb / M);
+      const int32_t hi = static_cast<int32_t>(static_cast<int64_t>(K_on) * (mb + 1) / M);
       params.zero_grad();
       for (size_t gi = 0; gi < graphs_.size(); ++gi) {
         const Batch& b = batches[gi];
@@ -276,17 +453,18 @@ std::vector<IterationStats> Trainer::step() {
         tick = Clock::now();
         const nn::Var logits = policy_->forward(graphs_[gi].input);
         lap(times_.forward_s);
-        const nn::Var loss = ppo_loss(logits, acts, old, adv, config_.ppo, &ps_stats);
+        IterationStats& row = rows[gi];
+        const nn::Var loss =
+            graph_loss(logits, acts, old, adv, b.elites, ppo, elite_w, ps_stats, row.elite_ce);
         nn::backward(nn::scale(loss, inv_graphs));
         lap(times_.backward_s);
-        IterationStats& row = rows[gi];
         if (!reuse_first && e == 0 && mb == 0) row.entropy = ps_stats.entropy;
         row.loss = ps_stats.loss;
         row.approx_kl = ps_stats.approx_kl;
         row.clip_fraction = ps_stats.clip_fraction;
       }
       tick = Clock::now();
-      nn::clip_grad_norm(params, config_.grad_clip);
+      grad_norm = nn::clip_grad_norm(params, config_.grad_clip);
       adam_->step();
       lap(times_.update_s);
     }
@@ -295,6 +473,7 @@ std::vector<IterationStats> Trainer::step() {
     rows[gi].samples = graphs_[gi].run->samples();
     rows[gi].wall_s = wall_s();
     rows[gi].best_step_s = graphs_[gi].run->best_step_s();
+    rows[gi].grad_norm = grad_norm;
   }
   return rows;
 }
@@ -316,6 +495,8 @@ void Trainer::save(const std::string& dir, int64_t log_bytes) const {
   for (const auto& g : graphs_) {
     nlohmann::ordered_json x = run_state_to_json(g.spec.name, *g.run);
     if (std::isfinite(g.imitation_accuracy)) x["imitation_accuracy"] = g.imitation_accuracy;
+    if (g.elites.capacity() > 0) x["elites"] = g.elites.to_json();
+    if (!g.greedy.empty()) x["greedy"] = g.greedy;
     gs.push_back(std::move(x));
   }
   j["graphs"] = std::move(gs);
@@ -351,9 +532,21 @@ int64_t Trainer::load(const std::string& dir) {
     const std::string p = json_path("graphs", i);
     const nlohmann::json& x = gs[i];
     sj.check_keys(x, p, {"name", "samples", "elapsed_s", "best_step_s", "best", "curve"},
-                  {"imitation_accuracy"});
+                  {"imitation_accuracy", "elites", "greedy"});
+    GraphState& g = graphs_[i];
     if (x.contains("imitation_accuracy"))
-      graphs_[i].imitation_accuracy = sj.number(x, "imitation_accuracy", p, 0, 1);
+      g.imitation_accuracy = sj.number(x, "imitation_accuracy", p, 0, 1);
+    const int32_t U = g.input.num_units(), A = config_.policy.max_devices;
+    if (x.contains("elites")) g.elites.from_json(sj, x.at("elites"), json_path(p, "elites"), U, A);
+    g.greedy.clear();
+    if (x.contains("greedy")) {
+      const nlohmann::json& a = sj.array(x, "greedy", p);
+      if (static_cast<int32_t>(a.size()) != U)
+        sj.fail(json_path(p, "greedy"), "expected " + std::to_string(U) + " unit devices");
+      for (size_t u = 0; u < a.size(); ++u)
+        g.greedy.push_back(static_cast<int32_t>(
+            sj.integer_value(a[u], json_path(json_path(p, "greedy"), u), 0, A - 1)));
+    }
     run_state_from_json(sj, x, p, graphs_[i].spec.name, graphs_[i].spec.graph->num_ops(),
                         *graphs_[i].run);
   }

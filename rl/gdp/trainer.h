@@ -22,13 +22,23 @@
 #include "nn/optim.h"
 #include "place/problem.h"
 #include "place/run.h"
-#include "rl/learner.h"
+#include "rl/gdp/elites.h"
+#include "rl/gdp/explore.h"
 #include "rl/gdp/policy.h"
 #include "rl/gdp/ppo.h"
+#include "rl/learner.h"
 #include "rl/reward.h"
 #include "sim/cost_model.h"
 
 namespace gdp::rl {
+
+// Elite imitation (docs/ppo.md, "Levers"): a cross-entropy term toward the best placements
+// found so far, beside the PPO loss: loss += weight_t * mean_{e,u} -log p(a_eu).
+struct EliteConfig {
+  int32_t size = 0;              // elites kept per graph (0: off)
+  double weight = 1.0;           // of the cross-entropy term
+  int32_t decay_iterations = 0;  // weight_t falls linearly to 0 over this many (0: constant)
+};
 
 struct TrainConfig {
   PolicyConfig policy;
@@ -49,6 +59,15 @@ struct TrainConfig {
   // device relabeled to 0 on interchangeable devices). PPO then searches around the
   // reference instead of around the uniform placement. 0: off (the paper's GDP).
   int32_t imitation_steps = 0;
+  // The placements the warm start imitates: empty, the reference; else these place methods
+  // (e.g. human, m-etf, m-sct, metis) are run on each graph, each simulated once and counted
+  // in the budget (with the simulations the method itself reports), the fastest imitated, and
+  // all of them offered to the elites.
+  std::vector<std::string> warm_start;
+  EliteConfig elite;
+  ExploreConfig explore;
+  // The entropy bonus falls linearly to 0 over this many iterations (0: constant).
+  int32_t entropy_decay_iterations = 0;
 
   // Strict: unknown keys, wrong types, impossible values -> InputError naming source and key.
   static TrainConfig from_json(const nlohmann::json& j, const std::string& source);
@@ -118,7 +137,10 @@ class Trainer : public Learner {
     std::string reference_method;
     std::vector<int32_t> reference_actions;  // (U) device of each unit in the reference
     double imitation_accuracy = std::numeric_limits<double>::quiet_NaN();
+    EliteSet elites;
+    std::vector<int32_t> greedy;  // (U) the greedy actions of the last iteration (diagnostics)
   };
+  void run_warm_start(GraphState& st);  // TrainConfig::warm_start: heuristics run and counted
   void imitate();  // the warm start (TrainConfig::imitation_steps), timed into times_
 
   TrainConfig config_;

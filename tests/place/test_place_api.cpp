@@ -85,6 +85,16 @@ TEST_CASE("place/options from a command-line argument: text or file, strict JSON
   CHECK(place::parse_options_arg(path.string())["batch"] == 2);
   CHECK_THAT(error_of([] { place::parse_options_arg("/nonexistent/opts.json"); }),
              Contains("/nonexistent/opts.json"));
+  // JSON that is not an object, inline or in a file, says that options are an object.
+  CHECK_THAT(error_of([] { place::parse_options_arg("[1,2]"); }),
+             Contains("options must be a JSON object") && Contains("[1,2]"));
+  CHECK_THAT(error_of([] { place::parse_options_arg("3"); }),
+             Contains("options must be a JSON object"));
+  const auto arr = std::filesystem::path(test::binary_dir()) / "place_opts_array.json";
+  std::ofstream(arr) << "[1, 2]";
+  CHECK_THAT(error_of([&] { place::parse_options_arg(arr.string()); }),
+             Contains("place_opts_array.json") && Contains("options must be a JSON object") &&
+                 Contains("array"));
 }
 
 TEST_CASE("place/single and round-robin: contracts, colocation and bad devices", "[place]") {

@@ -210,7 +210,24 @@ TEST_CASE("rl/bad configurations and checkpoints are clear errors that overwrite
   std::ofstream(bad_state / "state.json") << st.dump();
   CHECK_THAT(error_of([&] { rl::resume(bad_state.string()); }),
              Contains("state.json") && Contains("extra"));
-  CHECK_THAT(error_of([&] { rl::resume((dir / "nowhere").string()); }), Contains("config.json"));
+  CHECK_THAT(error_of([&] { rl::resume((dir / "nowhere").string()); }),
+             Contains("nowhere") && Contains("no such training run"));
+  // A folder that is not a run, and a file given where a run directory is expected.
+  fs::create_directories(dir / "not_a_run");
+  CHECK_THAT(error_of([&] { rl::resume((dir / "not_a_run").string()); }),
+             Contains("not_a_run: not a training run") && Contains("gdp train --out"));
+  CHECK_THAT(error_of([&] { rl::resume((fs::path(run) / "state.json").string()); }),
+             Contains("not a training run") && Contains("got a file"));
+  // A checkpoint file of a run loads that checkpoint; another file says what was expected.
+  std::string bin;
+  for (const auto& f : fs::directory_iterator(fs::path(run)))
+    if (f.path().extension() == ".bin") bin = f.path().string();
+  REQUIRE(!bin.empty());
+  CHECK(rl::load_policy(bin)->params().values().numel() ==
+        rl::load_policy(run)->params().values().numel());
+  std::ofstream(dir / "stray.bin") << "x";
+  CHECK_THAT(error_of([&] { rl::load_policy((dir / "stray.bin").string()); }),
+             Contains("stray.bin") && Contains("expected a `gdp train --out` run directory"));
 }
 
 TEST_CASE("rl/session: GDP-batch over a suite, then fine-tuning from its policy", "[rl]") {

@@ -1,0 +1,220 @@
+// The GDP trainer's levers (docs/ppo.md, "Levers"): advantage baselines with closed-form values,
+// the elite set, local proposals, the warm start from heuristics, and a run with every lever on
+// that is deterministic, resumes into the uninterrupted run and beats its own first samples.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "core/error.h"
+#include "core/io.h"
+#include "place_helpers.h"
+#include "rl/gdp/elites.h"
+#include "rl/gdp/explore.h"
+#include "rl/gdp/trainer.h"
+#include "rl/session.h"
+#include "rl_fixtures.h"
+
+using namespace gdp;
+using Catch::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+rl::TrainConfig lever_config() {
+  rl::TrainConfig c = test::tiny_config();
+  c.elite.size = 4;
+  c.elite.weight = 1.0;
+  c.explore.local_fraction = 0.5;
+  c.warm_start = {"human", "m-etf"};
+  c.imitation_steps = 5;
+  c.ppo.baseline = rl::Baseline::rank;
+  return c;
+}
+
+nn::Tensor logits_of(int32_t U, int32_t A, const std::vector<float>& v) {
+  nn::Tensor t({U, A});
+  for (size_t i = 0; i < v.size(); ++i) t.data()[i] = v[i];
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("rl/gdp/ppo advantages: leave-one-out and centred ranks, closed form", "[rl]") {
+  rl::PpoConfig c;
+  c.normalize_advantages = false;
+  const std::vector<double> r{1, 2, 6};
+  c.baseline = rl::Baseline::mean;
+  CHECK(rl::advantages(r, c) == std::vector<double>{-2, -1, 3});
+  c.baseline = rl::Baseline::loo;  // r_k - mean of the other two
+  const auto loo = rl::advantages(r, c);
+  CHECK(loo[0] == Approx(1 - 4.0));
+  CHECK(loo[1] == Approx(2 - 3.5));
+  CHECK(loo[2] == Approx(6 - 1.5));
+  c.baseline = rl::Baseline::rank;  // ranks 0, 1, 2 of 3 -> -0.5, 0, 0.5; scale-free
+  CHECK(rl::advantages({1, 2, 600}, c) == std::vector<double>{-0.5, 0, 0.5});
+  CHECK(rl::advantages({5, 1, 5}, c) == std::vector<double>{0.25, -0.5, 0.25});  // tied: mean rank
+  c.normalize_advantages = true;
+  const auto n = rl::advantages({1, 2, 600}, c);
+  CHECK(n[2] == Approx(1 / std::sqrt(1.0 / 6.0) * 0.5).epsilon(1e-6));
+  CHECK(rl::advantages({3}, c) == std::vector<double>{0});
+}
+
+TEST_CASE("rl/gdp/elites keep the k fastest distinct placements, in order, and round-trip", "[rl]") {
+  rl::EliteSet e(2);
+  CHECK(e.offer(3.0, {0, 1}));
+  CHECK_FALSE(e.offer(3.0, {0, 1}));  // the same placement again
+  CHECK_FALSE(e.offer(std::numeric_limits<double>::infinity(), {1, 1}));  // invalid
+  CHECK(e.offer(2.0, {1, 0}));
+  CHECK_FALSE(e.offer(4.0, {1, 1}));  // slower than both, the set is full
+  CHECK(e.offer(1.0, {0, 0}));
+  REQUIRE(e.size() == 2);
+  CHECK(e[0].step_s == 1.0);
+  CHECK(e[1].actions == std::vector<int32_t>{1, 0});
+  CHECK(e.flat_actions() == std::vector<int32_t>{0, 0, 1, 0});
+  const nlohmann::json j = nlohmann::json::parse(e.to_json().dump());
+  rl::EliteSet back(2);
+  back.from_json(StrictJson("state.json"), j, "graphs[0].elites", 2, 2);
+  CHECK(back.flat_actions() == e.flat_actions());
+  rl::EliteSet small(1);
+  CHECK_THROWS_WITH(small.from_json(StrictJson("state.json"), j, "graphs[0].elites", 2, 2),
+                    Contains("graphs[0].elites") && Contains("keeps 1"));
+  CHECK_THROWS_WITH(back.from_json(StrictJson("state.json"), j, "graphs[0].elites", 3, 2),
+                    Contains("expected 3 unit devices"));
+}
+
+TEST_CASE("rl/gdp/explore: a local proposal changes one contiguous run of units", "[rl]") {
+  const int32_t U = 40, A = 3;
+  std::vector<float> v(static_cast<size_t>(U) * A, 0.0f);
+  for (int32_t u = 0; u < U; ++u) v[static_cast<size_t>(u) * A + 2] = rl::kMaskedLogit;  // 2 devices
+  const nn::Tensor z = logits_of(U, A, v);
+  const std::vector<int32_t> base(U, 0);
+  rl::ExploreConfig c;
+  c.block_fraction = 0.25;
+  Rng rng(3);
+  std::set<int32_t> lengths;
+  for (int trial = 0; trial < 200; ++trial) {
+    const std::vector<int32_t> a = rl::local_proposal(z, base, /*anchored=*/true, c, rng);
+    REQUIRE(a.size() == base.size());
+    CHECK(a[0] == 0);  // the anchored unit never moves
+    int32_t first = -1, last = -1;
+    for (int32_t u = 0; u < U; ++u) {
+      CHECK(a[static_cast<size_t>(u)] != 2);  // never a masked device
+      if (a[static_cast<size_t>(u)] != base[static_cast<size_t>(u)]) {
+        if (first < 0) first = u;
+        last = u;
+      }
+    }
+    REQUIRE(first >= 1);  // something changed (two devices: each changed unit flips)
+    for (int32_t u = first; u <= last; ++u) CHECK(a[static_cast<size_t>(u)] == 1);  // contiguous
+    CHECK(last - first + 1 <= 10);
+    lengths.insert(last - first + 1);
+  }
+  CHECK(lengths.count(1) == 1);
+  CHECK(lengths.size() >= 4);
+  // One allowed device: nothing can change.
+  std::vector<float> one(static_cast<size_t>(U) * A, rl::kMaskedLogit);
+  for (int32_t u = 0; u < U; ++u) one[static_cast<size_t>(u) * A] = 0.0f;
+  CHECK(rl::local_proposal(logits_of(U, A, one), base, false, c, rng) == base);
+}
+
+TEST_CASE("rl/gdp/explore diagnostics: entropies, quantiles, the noise floor of signal_t", "[rl]") {
+  const nn::Tensor z = logits_of(2, 2, {0, 0, 0, rl::kMaskedLogit});
+  const auto h = rl::unit_entropies(z);
+  CHECK(h[0] == Approx(std::log(2.0)));
+  CHECK(h[1] == 0);
+  CHECK(rl::quantile({3, 1, 2, 4}, 0.5) == 3);
+  // Advantages independent of the actions: |t| averages about E|t| ~ 0.8, far below a decided unit.
+  const int32_t U = 400, K = 64;
+  const nn::Tensor u0 = logits_of(U, 2, std::vector<float>(static_cast<size_t>(U) * 2, 0.0f));
+  Rng rng(11);
+  std::vector<int32_t> acts(static_cast<size_t>(U) * K);
+  for (auto& a : acts) a = static_cast<int32_t>(rng.below(2));
+  std::vector<double> adv(K);
+  for (auto& x : adv) x = rng.uniform(-1, 1);
+  const double noise = rl::signal_t(u0, acts, adv);
+  CHECK(noise > 0.6);
+  CHECK(noise < 1.0);
+  for (int32_t k = 0; k < K; ++k)  // now unit u's device decides the sign of the advantage
+    for (int32_t u = 0; u < U; ++u)
+      acts[static_cast<size_t>(k) * U + u] = adv[static_cast<size_t>(k)] > 0 ? 0 : 1;
+  CHECK(rl::signal_t(u0, acts, adv) > 5);
+}
+
+TEST_CASE("rl/gdp/trainer levers: warm start counted, elites imitated, deterministic", "[rl]") {
+  const Graph g = test::small_rnnlm();
+  const Cluster c = read_cluster("v100x2-nvlink");
+  rl::TrainConfig cfg = lever_config();
+  cfg.keep_reference = false;
+  auto run = [&](uint64_t seed, int iterations) {
+    rl::Trainer t(cfg, {rl::TrainGraph{"rnn", &g, &c, nullptr}}, CostModel(), seed);
+    std::vector<rl::IterationStats> rows;
+    for (int i = 0; i < iterations; ++i)
+      for (const auto& r : t.step()) rows.push_back(r);
+    return std::make_pair(rows, t.run(0).best().device);
+  };
+  const auto a = run(4, 6), b = run(4, 6);
+  REQUIRE(a.first.size() == 6);
+  for (size_t i = 0; i < a.first.size(); ++i) {
+    CHECK(a.first[i].best_step_s == b.first[i].best_step_s);
+    CHECK(a.first[i].mean_step_s == b.first[i].mean_step_s);
+    CHECK(a.first[i].loss == b.first[i].loss);
+    CHECK(a.first[i].elite_ce == b.first[i].elite_ce);
+  }
+  CHECK(a.second == b.second);
+  // Two heuristics, then K = 8 a iteration: 4 on-policy and 4 local.
+  CHECK(a.first[0].samples >= 2 + 8);
+  CHECK(a.first[0].local_samples == 4);
+  CHECK(std::isfinite(a.first[0].elite_ce));
+  CHECK(std::isfinite(a.first[0].grad_norm));
+  CHECK(std::isnan(a.first[0].greedy_changed));  // no previous iteration
+  CHECK(std::isfinite(a.first[1].greedy_changed));
+  // Never worse than the best heuristic it started from (that placement is an elite).
+  Simulator sim(g, c, CostModel());
+  auto st = sim.make_state();
+  double heuristic = std::numeric_limits<double>::infinity();
+  for (const char* m : {"human", "m-etf"}) {
+    const Placement p = place::place(place::prepare(test::rl_registry(), m),
+                                     place::Problem(g, c, CostModel()), place::Budget(), 4)
+                            .placement;
+    heuristic = std::min(heuristic, sim.step_time(p, *st));
+  }
+  CHECK(a.first.back().best_step_s <= heuristic);
+}
+
+TEST_CASE("rl/session: a run with every lever on resumes into the uninterrupted one", "[rl]") {
+  const fs::path dir = test::fresh_dir("levers-resume");
+  fs::create_directories(dir);
+  const fs::path graph = dir / "g.json";
+  write_graph_file(test::small_rnnlm(), graph.string());
+  rl::SessionSpec s;
+  s.graph_path = graph.string();
+  s.cluster = "v100x2-nvlink";
+  s.config = lever_config();
+  s.config.checkpoint_every = 2;
+  s.budget.samples = 58;
+  s.seed = 5;
+  rl::train(s, (dir / "full").string());
+  s.max_iterations = 3;
+  rl::train(s, (dir / "part").string());
+  rl::resume((dir / "part").string());
+  CHECK(test::log_without_wall(dir / "part" / "log.csv") ==
+        test::log_without_wall(dir / "full" / "log.csv"));
+  CHECK(test::text_of(dir / "part" / "best.json") == test::text_of(dir / "full" / "best.json"));
+  const auto state = nlohmann::json::parse(test::text_of(dir / "full" / "state.json"));
+  CHECK(state["graphs"][0]["elites"].size() == 4);
+}
+
+TEST_CASE("rl/gdp/trainer config: the levers' keys are strict", "[rl]") {
+  auto err = [](const char* text) {
+    return test::error_of([&] { rl::TrainConfig::from_json(nlohmann::json::parse(text), "cfg.json"); });
+  };
+  CHECK_THAT(err(R"({"warm_start": ["humn"]})"), Contains("warm_start[0]") && Contains("humn"));
+  CHECK_THAT(err(R"({"warm_start": ["gdp"]})"), Contains("cannot warm-start itself"));
+  CHECK_THAT(err(R"({"elite": {"sise": 3}})"), Contains("sise"));
+  CHECK_THAT(err(R"({"explore": {"local_fraction": 1.5}})"), Contains("local_fraction"));
+  CHECK_THAT(err(R"({"ppo": {"baseline": "median"}})"), Contains("\"mean\", \"loo\" or \"rank\""));
+  const rl::TrainConfig c = rl::TrainConfig::from_json(lever_config().to_json(), "cfg.json");
+  CHECK(c.to_json() == lever_config().to_json());
+}
