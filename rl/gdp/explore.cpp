@@ -53,8 +53,30 @@ int32_t draw_other(const float* z, const std::vector<double>& p, int32_t A, int3
 
 }  // namespace
 
+UnitAdjacency unit_adjacency(const Graph& g, const place::Units& units) {
+  const int32_t U = units.num_units();
+  std::vector<std::vector<int32_t>> nb(static_cast<size_t>(U));
+  for (const Edge& e : g.edges()) {
+    const int32_t a = units.unit_of[static_cast<size_t>(e.src)];
+    const int32_t b = units.unit_of[static_cast<size_t>(e.dst)];
+    if (a == b) continue;
+    nb[static_cast<size_t>(a)].push_back(b);
+    nb[static_cast<size_t>(b)].push_back(a);
+  }
+  UnitAdjacency out;
+  out.ptr.push_back(0);
+  for (auto& v : nb) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    out.neighbour.insert(out.neighbour.end(), v.begin(), v.end());
+    out.ptr.push_back(static_cast<int64_t>(out.neighbour.size()));
+  }
+  return out;
+}
+
 std::vector<int32_t> local_proposal(const nn::Tensor& logits, const std::vector<int32_t>& base,
-                                    bool anchored, const ExploreConfig& c, Rng& rng) {
+                                    bool anchored, const ExploreConfig& c, Rng& rng,
+                                    const UnitAdjacency* adj) {
   const int32_t U = static_cast<int32_t>(logits.dim(0)), A = static_cast<int32_t>(logits.dim(1));
   if (static_cast<int32_t>(base.size()) != U)
     throw std::invalid_argument("rl::local_proposal: base has " + std::to_string(base.size()) +
@@ -69,7 +91,29 @@ std::vector<int32_t> local_proposal(const nn::Tensor& logits, const std::vector<
       max_len);
   const int32_t start =
       lo_unit + static_cast<int32_t>(rng.below(static_cast<uint64_t>(U - lo_unit - len + 1)));
-  const bool block_move = rng.uniform() < 0.5;
+  const double kind = rng.uniform();
+  if (adj && kind < 1.0 / 3) {  // boundary move
+    for (int tries = 0; tries < 8; ++tries) {
+      const int32_t u =
+          lo_unit + static_cast<int32_t>(rng.below(static_cast<uint64_t>(U - lo_unit)));
+      const int64_t b = adj->ptr[static_cast<size_t>(u)], e = adj->ptr[static_cast<size_t>(u) + 1];
+      int32_t other = 0;
+      for (int64_t i = b; i < e; ++i)
+        other += base[static_cast<size_t>(adj->neighbour[static_cast<size_t>(i)])] !=
+                 base[static_cast<size_t>(u)];
+      if (other == 0) continue;
+      int64_t pick = static_cast<int64_t>(rng.below(static_cast<uint64_t>(other)));
+      for (int64_t i = b; i < e; ++i) {
+        const int32_t d = base[static_cast<size_t>(adj->neighbour[static_cast<size_t>(i)])];
+        if (d == base[static_cast<size_t>(u)]) continue;
+        if (pick-- == 0) {
+          a[static_cast<size_t>(u)] = d;
+          return a;
+        }
+      }
+    }
+  }
+  const bool block_move = adj ? kind >= 2.0 / 3 : kind < 0.5;
   const float* z = logits.data();
   std::vector<double> p;
   if (block_move) {

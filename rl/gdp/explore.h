@@ -13,8 +13,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/graph.h"
 #include "core/rng.h"
 #include "nn/tensor.h"
+#include "place/units.h"
 
 namespace gdp::rl {
 
@@ -24,12 +26,22 @@ struct ExploreConfig {
   double uniform_mix = 0.1;     // device distribution: (1 - mix) policy + mix uniform
 };
 
+// The units adjacent to each unit through a data edge (either direction), CSR, deduplicated.
+struct UnitAdjacency {
+  std::vector<int64_t> ptr;      // (U + 1)
+  std::vector<int32_t> neighbour;
+};
+UnitAdjacency unit_adjacency(const Graph& g, const place::Units& units);
+
 // One local proposal around `base` (U). logits (U, A) on the host; `anchored`: unit 0 keeps
-// its device. The run's length is log-uniform in [1, max(1, block_fraction U)], its start
-// uniform; half the proposals are block moves. Every changed unit gets an allowed device other
-// than its base one (with one allowed device, nothing changes).
+// its device. A third of the proposals each: a run of units each to another device, a run to
+// one device (block move), and, with `adj`, a boundary move: a unit with a neighbour on another
+// device joins that device (where none is found in a few tries: a run move). A run's length is
+// log-uniform in [1, max(1, block_fraction U)], its start uniform. Every changed unit gets an
+// allowed device other than its base one (with one allowed device, nothing changes).
 std::vector<int32_t> local_proposal(const nn::Tensor& logits, const std::vector<int32_t>& base,
-                                    bool anchored, const ExploreConfig& c, Rng& rng);
+                                    bool anchored, const ExploreConfig& c, Rng& rng,
+                                    const UnitAdjacency* adj = nullptr);
 
 // Per-unit entropies (nats) of the policy, from logits (U, A) on the host.
 std::vector<double> unit_entropies(const nn::Tensor& logits);

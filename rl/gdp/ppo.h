@@ -33,7 +33,7 @@ struct PpoConfig {
   double clip = 0.2;                 // epsilon of the clipped ratio, > 0
   double entropy_coef = 0.01;        // bonus weight (loss -= coef * mean entropy)
   bool normalize_advantages = true;  // per graph: divided by (std + 1e-8) over its K samples
-  Baseline baseline = Baseline::mean;
+  Baseline baseline = Baseline::rank;
 };
 
 // Advantages of the K samples of one graph from their rewards (c.baseline), divided by their

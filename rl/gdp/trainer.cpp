@@ -99,6 +99,7 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
   if (j.contains("warm_start")) {
     const nlohmann::json& w = sj.array(j, "warm_start", "");
     const place::Registry& reg = place::registry();
+    c.warm_start.clear();  // the given list replaces the default one
     for (size_t i = 0; i < w.size(); ++i) {
       if (!w[i].is_string()) sj.fail(json_path("warm_start", i), "expected a method name");
       const std::string m = w[i].get<std::string>();
@@ -193,9 +194,14 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
     const Placement& p = ref.placement;
     st.reference_s = ref.step_s;
     st.reference_method = ref.method;
-    if (config_.keep_reference && st.run->samples_left() > 0) st.run->evaluate(p);
+    // The reference as a first sample, unless the warm start simulates that method anyway.
+    const bool warm_has_ref = std::find(config_.warm_start.begin(), config_.warm_start.end(),
+                                        ref.method) != config_.warm_start.end();
+    if (config_.keep_reference && !warm_has_ref && st.run->samples_left() > 0) st.run->evaluate(p);
     st.reference_actions = unit_actions(p, st.input);
     st.elites = EliteSet(config_.elite.size);
+    if (config_.explore.local_fraction > 0)
+      st.adjacency = unit_adjacency(problem.graph(), st.input.units);
     graphs_.push_back(std::move(st));
   }
 }
@@ -369,7 +375,7 @@ std::vector<IterationStats> Trainer::step() {
           st.elites.empty() ? st.greedy
                             : st.elites[static_cast<size_t>(rng_.below(st.elites.size()))].actions;
       const std::vector<int32_t> a =
-          local_proposal(host, base, st.input.anchored, config_.explore, rng_);
+          local_proposal(host, base, st.input.anchored, config_.explore, rng_, &st.adjacency);
       local.insert(local.end(), a.begin(), a.end());
     }
     std::vector<Placement> ps;

@@ -35,7 +35,7 @@ namespace gdp::rl {
 // Elite imitation (docs/ppo.md, "Levers"): a cross-entropy term toward the best placements
 // found so far, beside the PPO loss: loss += weight_t * mean_{e,u} -log p(a_eu).
 struct EliteConfig {
-  int32_t size = 0;              // elites kept per graph (0: off)
+  int32_t size = 2;              // elites kept per graph (0: off)
   double weight = 1.0;           // of the cross-entropy term
   int32_t decay_iterations = 0;  // weight_t falls linearly to 0 over this many (0: constant)
 };
@@ -44,7 +44,7 @@ struct TrainConfig {
   PolicyConfig policy;
   PpoConfig ppo;
   RewardConfig reward;
-  int32_t samples_per_iteration = 16;  // K, per graph
+  int32_t samples_per_iteration = 8;   // K, per graph
   int32_t epochs = 2;                  // PPO epochs over the K samples
   int32_t minibatches = 1;             // per epoch (the K samples split in this many)
   double lr = 3e-3;
@@ -58,14 +58,14 @@ struct TrainConfig {
   // the policy and each graph's reference placement (behavior cloning; the anchored unit's
   // device relabeled to 0 on interchangeable devices). PPO then searches around the
   // reference instead of around the uniform placement. 0: off (the paper's GDP).
-  int32_t imitation_steps = 0;
+  int32_t imitation_steps = 20;
   // The placements the warm start imitates: empty, the reference; else these place methods
   // (e.g. human, m-etf, m-sct, metis) are run on each graph, each simulated once and counted
   // in the budget (with the simulations the method itself reports), the fastest imitated, and
   // all of them offered to the elites.
-  std::vector<std::string> warm_start;
+  std::vector<std::string> warm_start{"human", "m-etf", "m-sct", "metis"};
   EliteConfig elite;
-  ExploreConfig explore;
+  ExploreConfig explore{0.875, 0.1, 0.1};
   // The entropy bonus falls linearly to 0 over this many iterations (0: constant).
   int32_t entropy_decay_iterations = 0;
 
@@ -138,6 +138,7 @@ class Trainer : public Learner {
     std::vector<int32_t> reference_actions;  // (U) device of each unit in the reference
     double imitation_accuracy = std::numeric_limits<double>::quiet_NaN();
     EliteSet elites;
+    UnitAdjacency adjacency;      // for the local proposals' boundary moves
     std::vector<int32_t> greedy;  // (U) the greedy actions of the last iteration (diagnostics)
   };
   void run_warm_start(GraphState& st);  // TrainConfig::warm_start: heuristics run and counted

@@ -54,6 +54,13 @@ inline rl::TrainConfig tiny_config() {
   c.samples_per_iteration = 8;
   c.epochs = 2;
   c.lr = 0.01;
+  // Plain PPO (the paper's GDP): the mechanics these tests check; the levers on top of it are
+  // tested with their own config (tests/rl/test_levers.cpp).
+  c.imitation_steps = 0;
+  c.warm_start.clear();
+  c.elite.size = 0;
+  c.explore.local_fraction = 0;
+  c.ppo.baseline = rl::Baseline::mean;
   return c;
 }
 

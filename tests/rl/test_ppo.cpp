@@ -358,6 +358,7 @@ TEST_CASE("rl/gdp/ppo at ratio 1 is REINFORCE: value -mean(A) and its gradient",
 
 TEST_CASE("rl/gdp/ppo advantages: baseline, normalization, single sample, zero spread", "[rl]") {
   PpoConfig norm, raw;
+  norm.baseline = raw.baseline = rl::Baseline::mean;
   raw.normalize_advantages = false;
   const auto a = advantages({1.0, 2.0, 3.0}, norm);
   const double s = std::sqrt(2.0 / 3.0);  // population std
