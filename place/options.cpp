@@ -155,8 +155,10 @@ nlohmann::json parse_options_arg(const std::string& arg) {
   if (k == std::string::npos) throw InputError("--options: expected a JSON object or a file");
   if (std::string("[\"-0123456789").find(arg[k]) != std::string::npos || arg == "true" ||
       arg == "false" || arg == "null")
-    throw InputError("--options: options must be a JSON object ({\"key\": value, ...}) or a "
-                     "file holding one; got '" + arg + "'");
+    throw InputError(
+        "--options: options must be a JSON object ({\"key\": value, ...}) or a "
+        "file holding one; got '" +
+        arg + "'");
   nlohmann::json j = StrictJson(arg).parse(read_text_file(arg));
   if (!j.is_object())
     throw InputError(arg + ": options must be a JSON object ({\"key\": value, ...}), got " +

@@ -49,15 +49,15 @@ struct IterationStats {
   double approx_kl = 0;
   double clip_fraction = 0;
   // GDP's diagnostics (docs/ppo.md, "Diagnosis"); NaN where a learner has none.
-  double reward_std = kNaN;     // population std of the on-policy rewards (advantage spread)
-  double signal_t = kNaN;       // mean |t| of the per-unit gradient estimates (noise ~0.8)
-  double grad_norm = kNaN;      // global L2 norm before clipping, the last update
-  double entropy_p10 = kNaN;    // quantiles of the per-unit entropies, nats
+  double reward_std = kNaN;   // population std of the on-policy rewards (advantage spread)
+  double signal_t = kNaN;     // mean |t| of the per-unit gradient estimates (noise ~0.8)
+  double grad_norm = kNaN;    // global L2 norm before clipping, the last update
+  double entropy_p10 = kNaN;  // quantiles of the per-unit entropies, nats
   double entropy_p50 = kNaN;
   double entropy_p90 = kNaN;
-  double greedy_changed = kNaN; // fraction of units whose greedy device changed
-  double elite_ce = kNaN;       // the elite cross-entropy, mean over elites and units
-  int64_t local_samples = 0;    // of this iteration's samples, local proposals
+  double greedy_changed = kNaN;  // fraction of units whose greedy device changed
+  double elite_ce = kNaN;        // the elite cross-entropy, mean over elites and units
+  int64_t local_samples = 0;     // of this iteration's samples, local proposals
 };
 
 class Learner {

@@ -102,11 +102,13 @@ void check_run_dir(const std::string& dir) {
   if (!fs::exists(dir, ec))
     throw InputError(dir + ": no such training run (expected a `gdp train --out` directory)");
   if (!fs::is_directory(dir, ec))
-    throw InputError(dir + ": not a training run: expected a `gdp train --out` directory, got a "
-                           "file");
+    throw InputError(dir +
+                     ": not a training run: expected a `gdp train --out` directory, got a "
+                     "file");
   if (!fs::exists(fs::path(dir) / "config.json", ec))
-    throw InputError(dir + ": not a training run (it has no config.json; expected a `gdp train "
-                           "--out` directory)");
+    throw InputError(dir +
+                     ": not a training run (it has no config.json; expected a `gdp train "
+                     "--out` directory)");
 }
 
 SessionFile read_session(const std::string& dir) {
@@ -390,8 +392,9 @@ std::unique_ptr<Policy> load_policy(const std::string& path) {
   if (fs::is_regular_file(path, ec)) {
     const fs::path parent = fs::path(path).parent_path();
     if (!fs::exists(parent / "config.json", ec))
-      throw InputError(path + ": expected a `gdp train --out` run directory or a ckpt-N.bin "
-                              "inside one; this file is neither");
+      throw InputError(path +
+                       ": expected a `gdp train --out` run directory or a ckpt-N.bin "
+                       "inside one; this file is neither");
     dir = parent.empty() ? "." : parent.string();
     bin = path;
   }

@@ -22,10 +22,10 @@
 #include <vector>
 
 #include "place/run.h"
-#include "rl/learner.h"
-#include "rl/placeto/placeto.h"
 #include "rl/gdp/policy.h"
 #include "rl/gdp/trainer.h"
+#include "rl/learner.h"
+#include "rl/placeto/placeto.h"
 
 namespace gdp::rl {
 

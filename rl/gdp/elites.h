@@ -35,8 +35,8 @@ class EliteSet {
   // Checkpoints: [{"step_s": s, "actions": [...]}, ...].
   nlohmann::ordered_json to_json() const;
   // Restores a to_json() of `units` units (checked; InputError through sj naming path p).
-  void from_json(const StrictJson& sj, const nlohmann::json& x, const std::string& p,
-                 int32_t units, int32_t devices);
+  void from_json(const StrictJson& sj, const nlohmann::json& x, const std::string& p, int32_t units,
+                 int32_t devices);
 
  private:
   int32_t capacity_;

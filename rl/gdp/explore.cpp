@@ -84,8 +84,8 @@ std::vector<int32_t> local_proposal(const nn::Tensor& logits, const std::vector<
   std::vector<int32_t> a = base;
   const int32_t lo_unit = anchored ? 1 : 0;
   if (U - lo_unit <= 0) return a;
-  const int32_t max_len = std::clamp(static_cast<int32_t>(std::lround(c.block_fraction * U)), 1,
-                                     U - lo_unit);
+  const int32_t max_len =
+      std::clamp(static_cast<int32_t>(std::lround(c.block_fraction * U)), 1, U - lo_unit);
   const int32_t len = std::clamp(
       static_cast<int32_t>(std::floor(std::exp(rng.uniform() * std::log(max_len + 1.0)))), 1,
       max_len);
@@ -120,7 +120,8 @@ std::vector<int32_t> local_proposal(const nn::Tensor& logits, const std::vector<
     std::vector<double> mean(static_cast<size_t>(A), 0.0);
     for (int32_t u = start; u < start + len; ++u) {
       row_probs(z + static_cast<size_t>(u) * A, A, p);
-      for (int32_t d = 0; d < A; ++d) mean[static_cast<size_t>(d)] += p[static_cast<size_t>(d)] / len;
+      for (int32_t d = 0; d < A; ++d)
+        mean[static_cast<size_t>(d)] += p[static_cast<size_t>(d)] / len;
     }
     const int32_t d = draw_other(z + static_cast<size_t>(start) * A, mean, A,
                                  base[static_cast<size_t>(start)], c.uniform_mix, rng);
@@ -170,13 +171,14 @@ double signal_t(const nn::Tensor& logits, const std::vector<int32_t>& actions,
     double m = 0, m2 = 0;
     for (size_t k = 0; k < K; ++k) {
       const double g =
-          adv[k] * ((actions[k * static_cast<size_t>(U) + static_cast<size_t>(u)] == c ? 1.0 : 0.0) -
-                    p[static_cast<size_t>(c)]);
+          adv[k] *
+          ((actions[k * static_cast<size_t>(U) + static_cast<size_t>(u)] == c ? 1.0 : 0.0) -
+           p[static_cast<size_t>(c)]);
       m += g, m2 += g * g;
     }
     m /= static_cast<double>(K);
-    const double var = (m2 / static_cast<double>(K) - m * m) * static_cast<double>(K) /
-                       static_cast<double>(K - 1);
+    const double var =
+        (m2 / static_cast<double>(K) - m * m) * static_cast<double>(K) / static_cast<double>(K - 1);
     if (!(var > 1e-30)) continue;
     sum_t += std::fabs(m) / std::sqrt(var / static_cast<double>(K));
     ++n;

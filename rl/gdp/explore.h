@@ -28,7 +28,7 @@ struct ExploreConfig {
 
 // The units adjacent to each unit through a data edge (either direction), CSR, deduplicated.
 struct UnitAdjacency {
-  std::vector<int64_t> ptr;      // (U + 1)
+  std::vector<int64_t> ptr;  // (U + 1)
   std::vector<int32_t> neighbour;
 };
 UnitAdjacency unit_adjacency(const Graph& g, const place::Units& units);

@@ -8,9 +8,9 @@
 #include "core/error.h"
 #include "nn/autograd.h"
 #include "place/registry.h"
+#include "rl/gdp/trainer.h"
 #include "rl/register.h"
 #include "rl/session.h"
-#include "rl/gdp/trainer.h"
 
 namespace gdp::rl {
 

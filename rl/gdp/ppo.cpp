@@ -120,9 +120,12 @@ BasicVar<T> sample_log_probs(const BasicVar<T>& logits, const std::vector<int32_
 
 const char* baseline_name(Baseline b) {
   switch (b) {
-    case Baseline::mean: return "mean";
-    case Baseline::loo: return "loo";
-    case Baseline::rank: return "rank";
+    case Baseline::mean:
+      return "mean";
+    case Baseline::loo:
+      return "loo";
+    case Baseline::rank:
+      return "rank";
   }
   return "?";
 }

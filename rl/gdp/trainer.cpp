@@ -28,7 +28,8 @@ std::vector<int32_t> unit_actions(const Placement& p, const PolicyInput& in) {
   const place::Units& units = in.units;
   std::vector<int32_t> a(static_cast<size_t>(units.num_units()));
   for (int32_t u = 0; u < units.num_units(); ++u)
-    a[static_cast<size_t>(u)] = p.device[static_cast<size_t>(units.first_op[static_cast<size_t>(u)])];
+    a[static_cast<size_t>(u)] =
+        p.device[static_cast<size_t>(units.first_op[static_cast<size_t>(u)])];
   if (in.anchored && !a.empty()) {
     const int32_t d0 = a[0];
     for (int32_t& x : a) x = x == d0 ? 0 : x == 0 ? d0 : x;
@@ -72,10 +73,14 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
       c.ppo.normalize_advantages = sp.boolean(p, "normalize_advantages", "");
     if (p.contains("baseline")) {
       const std::string b = sp.string(p, "baseline", "");
-      if (b == "mean") c.ppo.baseline = Baseline::mean;
-      else if (b == "loo") c.ppo.baseline = Baseline::loo;
-      else if (b == "rank") c.ppo.baseline = Baseline::rank;
-      else sp.fail("baseline", "expected \"mean\", \"loo\" or \"rank\", got \"" + b + "\"");
+      if (b == "mean")
+        c.ppo.baseline = Baseline::mean;
+      else if (b == "loo")
+        c.ppo.baseline = Baseline::loo;
+      else if (b == "rank")
+        c.ppo.baseline = Baseline::rank;
+      else
+        sp.fail("baseline", "expected \"mean\", \"loo\" or \"rank\", got \"" + b + "\"");
     }
   }
   if (j.contains("reward")) {
@@ -105,11 +110,12 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
       const std::string m = w[i].get<std::string>();
       if (m == "gdp") sj.fail(json_path("warm_start", i), "gdp cannot warm-start itself");
       if (!reg.find(m))
-        sj.fail(json_path("warm_start", i), "unknown method '" + m + "' (known: " + [&] {
-          std::string k;
-          for (const auto& n : reg.names()) k += (k.empty() ? "" : ", ") + n;
-          return k;
-        }() + ")");
+        sj.fail(
+            json_path("warm_start", i), "unknown method '" + m + "' (known: " + [&] {
+              std::string k;
+              for (const auto& n : reg.names()) k += (k.empty() ? "" : ", ") + n;
+              return k;
+            }() + ")");
       c.warm_start.push_back(m);
     }
   }
@@ -119,8 +125,8 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
     se.check_keys(e, "", {}, {"size", "weight", "decay_iterations"});
     c.elite.size = int_key(se, e, "size", c.elite.size, 0, 4096);
     c.elite.weight = num_key(se, e, "weight", c.elite.weight, 0, 1e6);
-    c.elite.decay_iterations = int_key(se, e, "decay_iterations", c.elite.decay_iterations, 0,
-                                       1 << 30);
+    c.elite.decay_iterations =
+        int_key(se, e, "decay_iterations", c.elite.decay_iterations, 0, 1 << 30);
   }
   if (j.contains("explore")) {
     const nlohmann::json& e = sj.object(j, "explore", "");
@@ -152,9 +158,8 @@ nlohmann::ordered_json TrainConfig::to_json() const {
   j["keep_reference"] = keep_reference;
   j["imitation_steps"] = imitation_steps;
   j["warm_start"] = warm_start;
-  j["elite"] = {{"size", elite.size},
-                {"weight", elite.weight},
-                {"decay_iterations", elite.decay_iterations}};
+  j["elite"] = {
+      {"size", elite.size}, {"weight", elite.weight}, {"decay_iterations", elite.decay_iterations}};
   j["explore"] = {{"local_fraction", explore.local_fraction},
                   {"block_fraction", explore.block_fraction},
                   {"uniform_mix", explore.uniform_mix}};
@@ -321,10 +326,10 @@ std::vector<IterationStats> Trainer::step() {
   const int32_t K_on = K - K_local;  // on-policy samples, the PPO batch
   PpoConfig ppo = config_.ppo;
   ppo.entropy_coef *= linear_decay(iteration_, config_.entropy_decay_iterations);
-  const double elite_w = config_.elite.size > 0 ? config_.elite.weight *
-                                                      linear_decay(iteration_,
-                                                                   config_.elite.decay_iterations)
-                                                : 0.0;
+  const double elite_w =
+      config_.elite.size > 0
+          ? config_.elite.weight * linear_decay(iteration_, config_.elite.decay_iterations)
+          : 0.0;
   const float inv_graphs = 1.0f / static_cast<float>(graphs_.size());
   nn::ParameterBuffer& params = policy_->params();
   struct Batch {
@@ -395,8 +400,8 @@ std::vector<IterationStats> Trainer::step() {
       }
     if (elite_w > 0) b.elites = st.elites.flat_actions();
     if (K_on > 0) {
-      const std::vector<double> r = rewards_of(
-          std::vector<double>(t.begin(), t.begin() + K_on), st.reference_s, config_.reward);
+      const std::vector<double> r = rewards_of(std::vector<double>(t.begin(), t.begin() + K_on),
+                                               st.reference_s, config_.reward);
       b.adv = advantages(r, ppo);
       double m = 0, v = 0;
       for (double x : r) m += x;

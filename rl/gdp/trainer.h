@@ -44,9 +44,9 @@ struct TrainConfig {
   PolicyConfig policy;
   PpoConfig ppo;
   RewardConfig reward;
-  int32_t samples_per_iteration = 8;   // K, per graph
-  int32_t epochs = 2;                  // PPO epochs over the K samples
-  int32_t minibatches = 1;             // per epoch (the K samples split in this many)
+  int32_t samples_per_iteration = 8;  // K, per graph
+  int32_t epochs = 2;                 // PPO epochs over the K samples
+  int32_t minibatches = 1;            // per epoch (the K samples split in this many)
   double lr = 3e-3;
   double grad_clip = 1.0;         // global L2 norm
   int32_t checkpoint_every = 10;  // iterations (0: only at the end)

@@ -1,5 +1,6 @@
 // The Placeto baseline as a place/ method ("placeto"): trains a fresh policy on the problem
-// within the run's sample budget (rl/placeto/placeto.h) and returns the best placement it simulated.
+// within the run's sample budget (rl/placeto/placeto.h) and returns the best placement it
+// simulated.
 #include <cstdio>
 #include <memory>
 

@@ -1,4 +1,5 @@
-// Placeto: coarsening, the message-passing policy and its REINFORCE training (rl/placeto/placeto.h).
+// Placeto: coarsening, the message-passing policy and its REINFORCE training
+// (rl/placeto/placeto.h).
 #include "rl/placeto/placeto.h"
 
 #include <algorithm>

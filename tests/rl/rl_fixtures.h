@@ -11,8 +11,8 @@
 #include "core/graph.h"
 #include "core/io.h"
 #include "place/registry.h"
-#include "rl/register.h"
 #include "rl/gdp/trainer.h"
+#include "rl/register.h"
 #include "sim/sim_fixtures.h"
 #include "test_paths.h"
 

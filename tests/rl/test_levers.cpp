@@ -61,7 +61,8 @@ TEST_CASE("rl/gdp/ppo advantages: leave-one-out and centred ranks, closed form",
   CHECK(rl::advantages({3}, c) == std::vector<double>{0});
 }
 
-TEST_CASE("rl/gdp/elites keep the k fastest distinct placements, in order, and round-trip", "[rl]") {
+TEST_CASE("rl/gdp/elites keep the k fastest distinct placements, in order, and round-trip",
+          "[rl]") {
   rl::EliteSet e(2);
   CHECK(e.offer(3.0, {0, 1}));
   CHECK_FALSE(e.offer(3.0, {0, 1}));  // the same placement again
@@ -87,7 +88,8 @@ TEST_CASE("rl/gdp/elites keep the k fastest distinct placements, in order, and r
 TEST_CASE("rl/gdp/explore: a local proposal changes one contiguous run of units", "[rl]") {
   const int32_t U = 40, A = 3;
   std::vector<float> v(static_cast<size_t>(U) * A, 0.0f);
-  for (int32_t u = 0; u < U; ++u) v[static_cast<size_t>(u) * A + 2] = rl::kMaskedLogit;  // 2 devices
+  for (int32_t u = 0; u < U; ++u)
+    v[static_cast<size_t>(u) * A + 2] = rl::kMaskedLogit;  // 2 devices
   const nn::Tensor z = logits_of(U, A, v);
   const std::vector<int32_t> base(U, 0);
   rl::ExploreConfig c;
@@ -208,7 +210,8 @@ TEST_CASE("rl/session: a run with every lever on resumes into the uninterrupted 
 
 TEST_CASE("rl/gdp/trainer config: the levers' keys are strict", "[rl]") {
   auto err = [](const char* text) {
-    return test::error_of([&] { rl::TrainConfig::from_json(nlohmann::json::parse(text), "cfg.json"); });
+    return test::error_of(
+        [&] { rl::TrainConfig::from_json(nlohmann::json::parse(text), "cfg.json"); });
   };
   CHECK_THAT(err(R"({"warm_start": ["humn"]})"), Contains("warm_start[0]") && Contains("humn"));
   CHECK_THAT(err(R"({"warm_start": ["gdp"]})"), Contains("cannot warm-start itself"));

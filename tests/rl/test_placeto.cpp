@@ -1,7 +1,7 @@
-// Placeto (rl/placeto/placeto.h): finds the optimum of 8-op graphs against `exhaustive`, deterministic
-// per seed, coarsening (colocation and scopes merged, limit kept, expansion per group), invalid
-// placements charged a fixed penalty with a valid best still returned, strict options, and one
-// policy object applied to graphs of different sizes.
+// Placeto (rl/placeto/placeto.h): finds the optimum of 8-op graphs against `exhaustive`,
+// deterministic per seed, coarsening (colocation and scopes merged, limit kept, expansion per
+// group), invalid placements charged a fixed penalty with a valid best still returned, strict
+// options, and one policy object applied to graphs of different sizes.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <map>

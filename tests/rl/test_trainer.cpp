@@ -13,9 +13,9 @@
 #include "core/io.h"
 #include "place/registry.h"
 #include "place_helpers.h"
+#include "rl/gdp/trainer.h"
 #include "rl/register.h"
 #include "rl/session.h"
-#include "rl/gdp/trainer.h"
 #include "rl_fixtures.h"
 #include "test_paths.h"
 

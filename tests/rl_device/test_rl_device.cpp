@@ -6,9 +6,9 @@
 
 #include "core/io.h"
 #include "place_helpers.h"
+#include "rl/gdp/trainer.h"
 #include "rl/hdp/hdp.h"
 #include "rl/placeto/placeto.h"
-#include "rl/gdp/trainer.h"
 #include "rl_fixtures.h"
 
 using namespace gdp;
