@@ -3,6 +3,7 @@
 //   BM_PpoIteration_gnmt8: one rl::Trainer::step() on GNMT-8 (datasets::generate("gnmt",
 //     layers 8), 53k ops) on v100x8-nvlink, default TrainConfig, seed 1; counters are the
 //     phases of Trainer::last_step_times() per iteration, samples/s and the process's peak RSS.
+//   BM_PpoIteration_gnmt8_nolevers: the same with the levers off (same K): what they cost.
 //   BM_PolicyStep_50k: the policy's forward, a backward seeded with a fixed random cotangent R
 //     of the unit logits (the gradient of sum(logits * R)) and one Adam step over every
 //     parameter, default PolicyConfig, on the 50k-op random layered graph of
@@ -42,13 +43,21 @@ double max_rss_gib() {
   return static_cast<double>(ru.ru_maxrss) / (1024.0 * 1024.0);
 }
 
-void BM_PpoIteration_gnmt8(benchmark::State& state) {
+// levers: the default TrainConfig; else the same K with the levers off (no elites, no local
+// proposals, no warm start or imitation): the difference is what the levers cost an iteration.
+void ppo_iteration_gnmt8(benchmark::State& state, bool levers) {
   const auto setup = Clock::now();
   datasets::GenOptions o;
   o.layers = 8;
   const Graph g = datasets::generate("gnmt", o);
   const Cluster c = make_cluster_preset("v100x8-nvlink");
-  const rl::TrainConfig config;
+  rl::TrainConfig config;
+  if (!levers) {
+    config.elite.size = 0;
+    config.explore.local_fraction = 0;
+    config.warm_start.clear();
+    config.imitation_steps = 0;
+  }
   rl::Trainer trainer(config, {rl::TrainGraph{"gnmt8", &g, &c, nullptr}}, CostModel(), 1);
   const double setup_s = seconds_since(setup);
   trainer.step();  // warm-up (first touch of the allocator's blocks)
@@ -77,6 +86,9 @@ void BM_PpoIteration_gnmt8(benchmark::State& state) {
   state.counters["units"] = place::Units::colocation(g).num_units();
   state.counters["max_rss_GiB"] = max_rss_gib();
 }
+
+void BM_PpoIteration_gnmt8(benchmark::State& state) { ppo_iteration_gnmt8(state, true); }
+void BM_PpoIteration_gnmt8_nolevers(benchmark::State& state) { ppo_iteration_gnmt8(state, false); }
 
 void BM_PolicyStep_50k(benchmark::State& state) {
   const Graph g = datasets::make_random_graph({datasets::RandomFamily::layered, 50000, 1});
@@ -126,6 +138,10 @@ void BM_PolicyStep_50k(benchmark::State& state) {
 // An iteration takes seconds: a fixed count, so that the setup runs once (with a minimum time
 // the library calls the function twice, the setup with it).
 BENCHMARK(BM_PpoIteration_gnmt8)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK(BM_PpoIteration_gnmt8_nolevers)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(3);
 BENCHMARK(BM_PolicyStep_50k)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
 
 int main(int argc, char** argv) {

@@ -203,40 +203,8 @@ class AnnealPlacer : public Placer {
       unit_mem_[units_.unit_of[op]] += cv.op_memory_bytes(op);
     capacity_.resize(cv.num_devices());
     for (int32_t d = 0; d < cv.num_devices(); ++d) capacity_[d] = cv.capacity_bytes(d);
-    // Neighbour units (CSR): units joined by an edge, duplicates removed.
-    std::vector<std::vector<int32_t>> nb(U);
-    for (const Edge& e : g.edges()) {
-      const int32_t a = units_.unit_of[e.src], b = units_.unit_of[e.dst];
-      if (a == b) continue;
-      nb[a].push_back(b);
-      nb[b].push_back(a);
-    }
-    nb_ptr_.assign(U + 1, 0);
-    nb_.clear();
-    for (int32_t u = 0; u < U; ++u) {
-      std::sort(nb[u].begin(), nb[u].end());
-      nb[u].erase(std::unique(nb[u].begin(), nb[u].end()), nb[u].end());
-      nb_.insert(nb_.end(), nb[u].begin(), nb[u].end());
-      nb_ptr_[u + 1] = static_cast<int64_t>(nb_.size());
-    }
-    // Scope prefixes: each unit's first op's scope cut after each '/' component.
-    std::map<std::string, int32_t> id;
-    unit_scopes_.assign(U, {});
-    scope_units_.clear();
-    for (int32_t u = 0; u < U; ++u) {
-      const std::string& s = g.op(units_.first_op[u]).scope;
-      size_t pos = 0;
-      while (!s.empty()) {
-        size_t end = s.find('/', pos);
-        const std::string prefix = s.substr(0, end);
-        auto [it, inserted] = id.emplace(prefix, static_cast<int32_t>(scope_units_.size()));
-        if (inserted) scope_units_.emplace_back();
-        scope_units_[it->second].push_back(u);
-        unit_scopes_[u].push_back(it->second);
-        if (end == std::string::npos) break;
-        pos = end + 1;
-      }
-    }
+    adj_ = unit_adjacency(g, units_);
+    scopes_ = unit_scopes(g, units_);
   }
 
   // The units of the critical path of placement p (one full simulation, counted).
@@ -267,9 +235,9 @@ class AnnealPlacer : public Placer {
     double r = rng.uniform() * total;
     if ((r -= c_.p_neighbour) < 0) {
       // To the device of a neighbour on another device; else fall through to a plain move.
-      const int64_t a = nb_ptr_[u], b = nb_ptr_[u + 1];
+      const int64_t a = adj_.ptr[u], b = adj_.ptr[u + 1];
       if (b > a) {
-        const int32_t v = nb_[a + static_cast<int64_t>(rng.below(b - a))];
+        const int32_t v = adj_.neighbour[a + static_cast<int64_t>(rng.below(b - a))];
         if (cur[v] != cur[u]) {
           x[u] = cur[v];
           return;
@@ -285,11 +253,11 @@ class AnnealPlacer : public Placer {
         }
       }
       x[u] = other_device(cur[u], D, rng);
-    } else if ((r -= c_.p_scope) < 0 && !unit_scopes_[u].empty()) {
-      const auto& scopes = unit_scopes_[u];
+    } else if ((r -= c_.p_scope) < 0 && !scopes_.of_unit[u].empty()) {
+      const auto& scopes = scopes_.of_unit[u];
       const int32_t s = scopes[rng.below(scopes.size())];
       const int32_t dev = static_cast<int32_t>(rng.below(D));
-      for (int32_t v : scope_units_[s]) x[v] = dev;
+      for (int32_t v : scopes_.units[s]) x[v] = dev;
       if (x == cur) x[u] = other_device(cur[u], D, rng);
     } else {
       x[u] = other_device(cur[u], D, rng);
@@ -347,10 +315,8 @@ class AnnealPlacer : public Placer {
   AnnealConfig c_;
   Units units_;
   std::vector<int64_t> unit_mem_, capacity_;
-  std::vector<int64_t> nb_ptr_;
-  std::vector<int32_t> nb_;
-  std::vector<std::vector<int32_t>> unit_scopes_;  // (units) scope ids, outermost first
-  std::vector<std::vector<int32_t>> scope_units_;  // (scopes) units under the scope
+  UnitAdjacency adj_;  // neighbour units
+  UnitScopes scopes_;  // name-scope prefixes of the units
 };
 
 }  // namespace

@@ -22,6 +22,23 @@ struct Units {
   Placement expand(const std::vector<int32_t>& unit_device) const;
 };
 
+// The units joined to each unit by a data edge (either direction), CSR, sorted, deduplicated.
+// Searches use it for neighbour moves (anneal; the GDP trainer's boundary moves).
+struct UnitAdjacency {
+  std::vector<int64_t> ptr;        // (U + 1)
+  std::vector<int32_t> neighbour;  // neighbours of unit u: [ptr[u], ptr[u + 1])
+};
+UnitAdjacency unit_adjacency(const Graph& g, const Units& units);
+
+// Name-scope prefixes of the units: each unit's first op's scope cut after each '/' component
+// ("enc/l1/fw" gives "enc", "enc/l1", "enc/l1/fw"), numbered in order of first appearance.
+// Searches move a whole scope (a layer, a time step) at once.
+struct UnitScopes {
+  std::vector<std::vector<int32_t>> of_unit;  // (U) scope ids, outermost first
+  std::vector<std::vector<int32_t>> units;    // (scopes) the units under each scope
+};
+UnitScopes unit_scopes(const Graph& g, const Units& units);
+
 // Moves every op of a colocation group to the device of the group's topologically first op.
 void enforce_colocation(const Graph& g, Placement& p);
 

@@ -53,30 +53,10 @@ int32_t draw_other(const float* z, const std::vector<double>& p, int32_t A, int3
 
 }  // namespace
 
-UnitAdjacency unit_adjacency(const Graph& g, const place::Units& units) {
-  const int32_t U = units.num_units();
-  std::vector<std::vector<int32_t>> nb(static_cast<size_t>(U));
-  for (const Edge& e : g.edges()) {
-    const int32_t a = units.unit_of[static_cast<size_t>(e.src)];
-    const int32_t b = units.unit_of[static_cast<size_t>(e.dst)];
-    if (a == b) continue;
-    nb[static_cast<size_t>(a)].push_back(b);
-    nb[static_cast<size_t>(b)].push_back(a);
-  }
-  UnitAdjacency out;
-  out.ptr.push_back(0);
-  for (auto& v : nb) {
-    std::sort(v.begin(), v.end());
-    v.erase(std::unique(v.begin(), v.end()), v.end());
-    out.neighbour.insert(out.neighbour.end(), v.begin(), v.end());
-    out.ptr.push_back(static_cast<int64_t>(out.neighbour.size()));
-  }
-  return out;
-}
-
 std::vector<int32_t> local_proposal(const nn::Tensor& logits, const std::vector<int32_t>& base,
                                     bool anchored, const ExploreConfig& c, Rng& rng,
-                                    const UnitAdjacency* adj) {
+                                    const place::UnitAdjacency* adj,
+                                    const place::UnitScopes* scopes) {
   const int32_t U = static_cast<int32_t>(logits.dim(0)), A = static_cast<int32_t>(logits.dim(1));
   if (static_cast<int32_t>(base.size()) != U)
     throw std::invalid_argument("rl::local_proposal: base has " + std::to_string(base.size()) +
@@ -91,8 +71,12 @@ std::vector<int32_t> local_proposal(const nn::Tensor& logits, const std::vector<
       max_len);
   const int32_t start =
       lo_unit + static_cast<int32_t>(rng.below(static_cast<uint64_t>(U - lo_unit - len + 1)));
-  const double kind = rng.uniform();
-  if (adj && kind < 1.0 / 3) {  // boundary move
+  const double w_boundary = adj ? c.p_boundary : 0.0;
+  const double w_scope = scopes && !scopes->units.empty() ? c.p_scope : 0.0;
+  double kind = rng.uniform() * (c.p_run + c.p_block + w_boundary + w_scope);
+  const float* z = logits.data();
+  std::vector<double> p;
+  if ((kind -= w_boundary) < 0) {  // boundary move
     for (int tries = 0; tries < 8; ++tries) {
       const int32_t u =
           lo_unit + static_cast<int32_t>(rng.below(static_cast<uint64_t>(U - lo_unit)));
@@ -112,10 +96,27 @@ std::vector<int32_t> local_proposal(const nn::Tensor& logits, const std::vector<
         }
       }
     }
+  } else if ((kind -= w_scope) < 0) {  // scope move
+    for (int tries = 0; tries < 8; ++tries) {
+      const int32_t u =
+          lo_unit + static_cast<int32_t>(rng.below(static_cast<uint64_t>(U - lo_unit)));
+      const auto& of = scopes->of_unit[static_cast<size_t>(u)];
+      if (of.empty()) continue;
+      const auto& members = scopes->units[static_cast<size_t>(of[rng.below(of.size())])];
+      std::vector<double> mean(static_cast<size_t>(A), 0.0);
+      for (int32_t v : members) {
+        row_probs(z + static_cast<size_t>(v) * A, A, p);
+        for (int32_t d = 0; d < A; ++d)
+          mean[static_cast<size_t>(d)] += p[static_cast<size_t>(d)] / members.size();
+      }
+      const int32_t d = draw_other(z + static_cast<size_t>(u) * A, mean, A,
+                                   base[static_cast<size_t>(u)], c.uniform_mix, rng);
+      for (int32_t v : members)
+        if (v >= lo_unit) a[static_cast<size_t>(v)] = d;
+      return a;
+    }
   }
-  const bool block_move = adj ? kind >= 2.0 / 3 : kind < 0.5;
-  const float* z = logits.data();
-  std::vector<double> p;
+  const bool block_move = kind >= c.p_run;
   if (block_move) {
     std::vector<double> mean(static_cast<size_t>(A), 0.0);
     for (int32_t u = start; u < start + len; ++u) {

@@ -13,7 +13,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/graph.h"
 #include "core/rng.h"
 #include "nn/tensor.h"
 #include "place/units.h"
@@ -24,24 +23,23 @@ struct ExploreConfig {
   double local_fraction = 0;    // share of the K samples that are local proposals (0: none)
   double block_fraction = 0.1;  // longest run a proposal changes, as a fraction of U (>= 1 unit)
   double uniform_mix = 0.1;     // device distribution: (1 - mix) policy + mix uniform
+  // Weights of the move kinds (normalized over the kinds available: boundary needs the unit
+  // adjacency, scope the name scopes).
+  double p_run = 0.3, p_block = 0.3, p_boundary = 0.3, p_scope = 0.1;
 };
-
-// The units adjacent to each unit through a data edge (either direction), CSR, deduplicated.
-struct UnitAdjacency {
-  std::vector<int64_t> ptr;  // (U + 1)
-  std::vector<int32_t> neighbour;
-};
-UnitAdjacency unit_adjacency(const Graph& g, const place::Units& units);
 
 // One local proposal around `base` (U). logits (U, A) on the host; `anchored`: unit 0 keeps
-// its device. A third of the proposals each: a run of units each to another device, a run to
-// one device (block move), and, with `adj`, a boundary move: a unit with a neighbour on another
-// device joins that device (where none is found in a few tries: a run move). A run's length is
-// log-uniform in [1, max(1, block_fraction U)], its start uniform. Every changed unit gets an
-// allowed device other than its base one (with one allowed device, nothing changes).
+// its device. The move kinds, drawn by c's weights: a run of units each to another device
+// (run), a run to one device (block: a layer to another GPU), with `adj` a unit with a
+// neighbour on another device joins that device (boundary; where none is found in a few tries:
+// a run move), with `scopes` every unit under one name-scope prefix of a unit to one device
+// (scope). A run's length is log-uniform in [1, max(1, block_fraction U)], its start uniform.
+// Every changed unit gets an allowed device other than its base one (with one allowed device,
+// nothing changes).
 std::vector<int32_t> local_proposal(const nn::Tensor& logits, const std::vector<int32_t>& base,
                                     bool anchored, const ExploreConfig& c, Rng& rng,
-                                    const UnitAdjacency* adj = nullptr);
+                                    const place::UnitAdjacency* adj = nullptr,
+                                    const place::UnitScopes* scopes = nullptr);
 
 // Per-unit entropies (nats) of the policy, from logits (U, A) on the host.
 std::vector<double> unit_entropies(const nn::Tensor& logits);

@@ -131,10 +131,18 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
   if (j.contains("explore")) {
     const nlohmann::json& e = sj.object(j, "explore", "");
     StrictJson se(source + ": explore");
-    se.check_keys(e, "", {}, {"local_fraction", "block_fraction", "uniform_mix"});
+    se.check_keys(e, "", {},
+                  {"local_fraction", "block_fraction", "uniform_mix", "p_run", "p_block",
+                   "p_boundary", "p_scope"});
     c.explore.local_fraction = num_key(se, e, "local_fraction", c.explore.local_fraction, 0, 1);
     c.explore.block_fraction = num_key(se, e, "block_fraction", c.explore.block_fraction, 0, 1);
     c.explore.uniform_mix = num_key(se, e, "uniform_mix", c.explore.uniform_mix, 0, 1);
+    c.explore.p_run = num_key(se, e, "p_run", c.explore.p_run, 0, 1);
+    c.explore.p_block = num_key(se, e, "p_block", c.explore.p_block, 0, 1);
+    c.explore.p_boundary = num_key(se, e, "p_boundary", c.explore.p_boundary, 0, 1);
+    c.explore.p_scope = num_key(se, e, "p_scope", c.explore.p_scope, 0, 1);
+    if (c.explore.p_run + c.explore.p_block <= 0)
+      se.fail("p_run", "p_run + p_block must be positive (the moves every graph has)");
   }
   c.entropy_decay_iterations =
       int_key(sj, j, "entropy_decay_iterations", c.entropy_decay_iterations, 0, 1 << 30);
@@ -162,7 +170,11 @@ nlohmann::ordered_json TrainConfig::to_json() const {
       {"size", elite.size}, {"weight", elite.weight}, {"decay_iterations", elite.decay_iterations}};
   j["explore"] = {{"local_fraction", explore.local_fraction},
                   {"block_fraction", explore.block_fraction},
-                  {"uniform_mix", explore.uniform_mix}};
+                  {"uniform_mix", explore.uniform_mix},
+                  {"p_run", explore.p_run},
+                  {"p_block", explore.p_block},
+                  {"p_boundary", explore.p_boundary},
+                  {"p_scope", explore.p_scope}};
   j["entropy_decay_iterations"] = entropy_decay_iterations;
   return j;
 }
@@ -205,8 +217,10 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
     if (config_.keep_reference && !warm_has_ref && st.run->samples_left() > 0) st.run->evaluate(p);
     st.reference_actions = unit_actions(p, st.input);
     st.elites = EliteSet(config_.elite.size);
-    if (config_.explore.local_fraction > 0)
-      st.adjacency = unit_adjacency(problem.graph(), st.input.units);
+    if (config_.explore.local_fraction > 0) {
+      st.adjacency = place::unit_adjacency(problem.graph(), st.input.units);
+      st.scopes = place::unit_scopes(problem.graph(), st.input.units);
+    }
     graphs_.push_back(std::move(st));
   }
 }
@@ -380,7 +394,8 @@ std::vector<IterationStats> Trainer::step() {
           st.elites.empty() ? st.greedy
                             : st.elites[static_cast<size_t>(rng_.below(st.elites.size()))].actions;
       const std::vector<int32_t> a =
-          local_proposal(host, base, st.input.anchored, config_.explore, rng_, &st.adjacency);
+          local_proposal(host, base, st.input.anchored, config_.explore, rng_, &st.adjacency,
+                         &st.scopes);
       local.insert(local.end(), a.begin(), a.end());
     }
     std::vector<Placement> ps;

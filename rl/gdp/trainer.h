@@ -138,7 +138,8 @@ class Trainer : public Learner {
     std::vector<int32_t> reference_actions;  // (U) device of each unit in the reference
     double imitation_accuracy = std::numeric_limits<double>::quiet_NaN();
     EliteSet elites;
-    UnitAdjacency adjacency;      // for the local proposals' boundary moves
+    place::UnitAdjacency adjacency;  // for the local proposals' boundary moves
+    place::UnitScopes scopes;        // and their scope moves
     std::vector<int32_t> greedy;  // (U) the greedy actions of the last iteration (diagnostics)
   };
   void run_warm_start(GraphState& st);  // TrainConfig::warm_start: heuristics run and counted

@@ -121,6 +121,44 @@ TEST_CASE("rl/gdp/explore: a local proposal changes one contiguous run of units"
   CHECK(rl::local_proposal(logits_of(U, A, one), base, false, c, rng) == base);
 }
 
+TEST_CASE("rl/gdp/explore: boundary and scope moves", "[rl]") {
+  const int32_t U = 6, A = 2;
+  const nn::Tensor z = logits_of(U, A, std::vector<float>(static_cast<size_t>(U) * A, 0.0f));
+  const std::vector<int32_t> base{0, 0, 0, 1, 1, 1};
+  Rng rng(5);
+  // A chain 0-1-2-3-4-5: only units 2 and 3 have a neighbour on the other device.
+  place::UnitAdjacency adj;
+  adj.ptr = {0, 1, 3, 5, 7, 9, 10};
+  adj.neighbour = {1, 0, 2, 1, 3, 2, 4, 3, 5, 4};
+  rl::ExploreConfig c;
+  c.p_run = c.p_block = 0;
+  c.p_boundary = 1;
+  c.p_run = 1e-12;  // the fallback when no boundary unit is drawn in 8 tries
+  int boundary = 0;
+  for (int t = 0; t < 50; ++t) {
+    const std::vector<int32_t> a = rl::local_proposal(z, base, false, c, rng, &adj);
+    std::vector<int32_t> changed;
+    for (int32_t u = 0; u < U; ++u)
+      if (a[static_cast<size_t>(u)] != base[static_cast<size_t>(u)]) changed.push_back(u);
+    REQUIRE(!changed.empty());
+    // A boundary move changes one unit, 2 or 3, to its neighbour's device; else (8 missed
+    // tries) it is a fallback run.
+    if (changed.size() == 1 && (changed[0] == 2 || changed[0] == 3)) ++boundary;
+  }
+  CHECK(boundary >= 40);
+  // Scopes: {0, 1, 2} and {3, 4, 5}; a scope move sends a whole scope to one other device.
+  place::UnitScopes scopes;
+  scopes.units = {{0, 1, 2}, {3, 4, 5}};
+  scopes.of_unit = {{0}, {0}, {0}, {1}, {1}, {1}};
+  c.p_boundary = 0;
+  c.p_scope = 1;
+  for (int t = 0; t < 20; ++t) {
+    const std::vector<int32_t> a = rl::local_proposal(z, base, false, c, rng, &adj, &scopes);
+    const bool first = a[0] != base[0];
+    CHECK(a == (first ? std::vector<int32_t>{1, 1, 1, 1, 1, 1} : std::vector<int32_t>{0, 0, 0, 0, 0, 0}));
+  }
+}
+
 TEST_CASE("rl/gdp/explore diagnostics: entropies, quantiles, the noise floor of signal_t", "[rl]") {
   const nn::Tensor z = logits_of(2, 2, {0, 0, 0, rl::kMaskedLogit});
   const auto h = rl::unit_entropies(z);
