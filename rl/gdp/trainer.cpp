@@ -393,9 +393,8 @@ std::vector<IterationStats> Trainer::step() {
       const std::vector<int32_t>& base =
           st.elites.empty() ? st.greedy
                             : st.elites[static_cast<size_t>(rng_.below(st.elites.size()))].actions;
-      const std::vector<int32_t> a =
-          local_proposal(host, base, st.input.anchored, config_.explore, rng_, &st.adjacency,
-                         &st.scopes);
+      const std::vector<int32_t> a = local_proposal(host, base, st.input.anchored, config_.explore,
+                                                    rng_, &st.adjacency, &st.scopes);
       local.insert(local.end(), a.begin(), a.end());
     }
     std::vector<Placement> ps;

@@ -140,7 +140,7 @@ class Trainer : public Learner {
     EliteSet elites;
     place::UnitAdjacency adjacency;  // for the local proposals' boundary moves
     place::UnitScopes scopes;        // and their scope moves
-    std::vector<int32_t> greedy;  // (U) the greedy actions of the last iteration (diagnostics)
+    std::vector<int32_t> greedy;     // (U) the greedy actions of the last iteration (diagnostics)
   };
   void run_warm_start(GraphState& st);  // TrainConfig::warm_start: heuristics run and counted
   void imitate();  // the warm start (TrainConfig::imitation_steps), timed into times_

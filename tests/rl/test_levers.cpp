@@ -155,7 +155,8 @@ TEST_CASE("rl/gdp/explore: boundary and scope moves", "[rl]") {
   for (int t = 0; t < 20; ++t) {
     const std::vector<int32_t> a = rl::local_proposal(z, base, false, c, rng, &adj, &scopes);
     const bool first = a[0] != base[0];
-    CHECK(a == (first ? std::vector<int32_t>{1, 1, 1, 1, 1, 1} : std::vector<int32_t>{0, 0, 0, 0, 0, 0}));
+    CHECK(a == (first ? std::vector<int32_t>{1, 1, 1, 1, 1, 1}
+                      : std::vector<int32_t>{0, 0, 0, 0, 0, 0}));
   }
 }
 
