@@ -483,6 +483,14 @@ HdpConfig hdp_config(const place::Options& o) {
   c.tanh_constant = o.number("tanh_constant");
   c.forget_bias_init = o.number("forget_bias_init");
   c.stop_updating_after_steps = o.integer("stop_updating_after_steps");
+  if (o.string("preset") == "reference") {
+    // The reference's values for the keys left at the tuned defaults (a key given with the
+    // tuned default's very value is taken as left: say preset "tuned" to keep it).
+    const HdpConfig tuned, ref = HdpConfig::reference();
+    if (c.hidden_size == tuned.hidden_size) c.hidden_size = ref.hidden_size;
+    if (c.num_children == tuned.num_children) c.num_children = ref.num_children;
+    if (c.lr == tuned.lr) c.lr = ref.lr;
+  }
   if (c.hidden_size % 2 != 0)
     throw InputError("method 'hdp': options.hidden_size: must be even (H/2 per encoder direction)");
   return c;

@@ -38,8 +38,12 @@
 namespace gdp::rl {
 
 // Defaults are the reference's hierarchical_controller_hparams() where they apply.
+// Defaults: the settings that work on this project's graphs and budgets (preset "tuned":
+// H = 128, 4 placements per update, lr 0.01); the reference's (hierarchical_controller.py:
+// H = 512, 1 placement, lr 0.1) are `reference()` and the method's option "preset":
+// "reference". Why: docs/baselines.md, "HDP presets".
 struct HdpConfig {
-  int32_t hidden_size = 512;          // H (even: H/2 per encoder direction)
+  int32_t hidden_size = 128;          // H (even: H/2 per encoder direction)
   int32_t grouping_hidden_size = 64;  // grouper feed-forward width
   int32_t num_groups = 0;             // G; 0 = min(256, 20 * devices)
   int32_t adj_embed_dim = 20;         // A
@@ -55,12 +59,21 @@ struct HdpConfig {
   bool start_with_failing_signal = true;  // baseline starts at the failing cost (else 0)
   double bl_dec = 0.9;
   double grad_bound = 1.0;
-  double lr = 0.1;
+  double lr = 0.01;
   double lr_dec = 0.95;
   int64_t start_decay_step = 400;
   int64_t decay_steps = 50;
   int64_t stop_updating_after_steps = 1000;  // then only valid placements update
-  int32_t num_children = 1;                  // K
+  int32_t num_children = 4;                  // K
+
+  // The reference's settings: H = 512, K = 1, lr 0.1, everything else as the defaults.
+  static HdpConfig reference() {
+    HdpConfig c;
+    c.hidden_size = 512;
+    c.num_children = 1;
+    c.lr = 0.1;
+    return c;
+  }
 };
 
 // The cost REINFORCE minimizes for one placement: reward_function(step_s), or of the failing

@@ -52,7 +52,11 @@ place::MethodInfo hdp_method() {
       "hdp",
       "HDP (Mirhoseini et al. 2018): feed-forward grouper + seq2seq LSTM placer with attention, "
       "REINFORCE on sqrt(step time) within the budget",
-      {place::integer_option("hidden_size", d.hidden_size, 2, 4096,
+      {place::string_option("preset", "tuned", {"tuned", "reference"},
+                            "tuned: the defaults here (H 128, 4 placements, lr 0.01); reference: "
+                            "hierarchical_controller.py's H 512, 1 placement, lr 0.1 for the "
+                            "keys not given"),
+       place::integer_option("hidden_size", d.hidden_size, 2, 4096,
                              "LSTM width H (even; H/2 per encoder direction)"),
        place::integer_option("grouping_hidden_size", d.grouping_hidden_size, 1, 4096,
                              "grouper feed-forward width"),

@@ -75,7 +75,7 @@ TEST_CASE("rl/hdp charges invalid placements the failing signal", "[rl][hdp]") {
   CHECK(rl::hdp_cost(3.0, true, 100.0, "id") == 3.0);
   CHECK(rl::hdp_cost(3.0, true, 100.0, "log") == Approx(std::log1p(3.0)));
   // The learning-rate schedule of the reference (staircase after start_decay_step).
-  const rl::HdpConfig d;
+  const rl::HdpConfig d = rl::HdpConfig::reference();
   CHECK(rl::hdp_learning_rate(d, 399) == 0.1);
   CHECK(rl::hdp_learning_rate(d, 449) == 0.1);
   CHECK(rl::hdp_learning_rate(d, 450) == Approx(0.095));
@@ -109,8 +109,19 @@ TEST_CASE("rl/hdp options are strict", "[rl][hdp]") {
   CHECK_THROWS_AS(place::prepare(reg(), "hdp", {{"reward_function", "cube"}}), InputError);
   CHECK_THROWS_AS(place::prepare(reg(), "hdp", {{"lr", "fast"}}), InputError);
   const place::PreparedMethod m = place::prepare(reg(), "hdp");
-  CHECK(m.options.integer("hidden_size") == 512);
-  CHECK(m.options.number("lr") == 0.1);
+  CHECK(m.options.integer("hidden_size") == 128);  // preset "tuned"
+  CHECK(m.options.number("lr") == 0.01);
+  CHECK(m.options.integer("num_children") == 4);
+  const rl::HdpConfig ref =
+      rl::hdp_config(place::prepare(reg(), "hdp", {{"preset", "reference"}}).options);
+  CHECK(ref.hidden_size == 512);
+  CHECK(ref.num_children == 1);
+  CHECK(ref.lr == 0.1);
+  const rl::HdpConfig mixed = rl::hdp_config(
+      place::prepare(reg(), "hdp", {{"preset", "reference"}, {"hidden_size", 64}}).options);
+  CHECK(mixed.hidden_size == 64);  // a key given keeps its value
+  CHECK(mixed.lr == 0.1);
+  CHECK_THROWS_AS(place::prepare(reg(), "hdp", {{"preset", "paper"}}), InputError);
   CHECK(m.options.number("bl_dec") == 0.9);
   CHECK(m.options.number("failing_signal") == 100.0);
 }
