@@ -142,7 +142,16 @@ SessionFile read_session(const std::string& dir) {
   s.budget.seconds = sj.number(b, "seconds", "budget");
   s.max_iterations = sj.integer(j, "max_iterations", "");
   if (s.method == "gdp") {
-    s.config = TrainConfig::from_json(sj.object(j, "train", ""), path + ": train");
+    // A run written before the trainer's levers (no "elite" key) continues as it was trained:
+    // the keys it lacks take their pre-lever values, not today's defaults.
+    nlohmann::json train = sj.object(j, "train", "");
+    if (!train.contains("elite")) {
+      train["elite"] = {{"size", 0}};
+      train["explore"] = {{"local_fraction", 0}};
+      train["warm_start"] = nlohmann::json::array();
+      train["ppo"]["baseline"] = "mean";
+    }
+    s.config = TrainConfig::from_json(train, path + ": train");
     f.vocabulary = sj.object(j, "vocabulary", "");
   } else {
     s.options = sj.object(j, "options", "");

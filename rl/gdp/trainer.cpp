@@ -214,9 +214,10 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
     // The reference as a first sample, unless the warm start simulates that method anyway.
     const bool warm_has_ref = std::find(config_.warm_start.begin(), config_.warm_start.end(),
                                         ref.method) != config_.warm_start.end();
-    if (config_.keep_reference && !warm_has_ref && st.run->samples_left() > 0) st.run->evaluate(p);
     st.reference_actions = unit_actions(p, st.input);
     st.elites = EliteSet(config_.elite.size);
+    if (config_.keep_reference && !warm_has_ref && st.run->samples_left() > 0)
+      st.elites.offer(st.run->evaluate(p), st.reference_actions);  // a sample like any other
     if (config_.explore.local_fraction > 0) {
       st.adjacency = place::unit_adjacency(problem.graph(), st.input.units);
       st.scopes = place::unit_scopes(problem.graph(), st.input.units);

@@ -260,3 +260,30 @@ TEST_CASE("rl/gdp/trainer config: the levers' keys are strict", "[rl]") {
   const rl::TrainConfig c = rl::TrainConfig::from_json(lever_config().to_json(), "cfg.json");
   CHECK(c.to_json() == lever_config().to_json());
 }
+
+TEST_CASE("rl/session: a run written before the levers resumes as it was trained", "[rl]") {
+  const fs::path dir = test::fresh_dir("pre-lever-resume");
+  fs::create_directories(dir);
+  const fs::path graph = dir / "g.json";
+  write_graph_file(test::small_rnnlm(), graph.string());
+  rl::SessionSpec s;
+  s.graph_path = graph.string();
+  s.cluster = "v100x2-nvlink";
+  s.config = test::tiny_config();  // the levers off: what such a run trained with
+  s.config.checkpoint_every = 2;
+  s.budget.samples = 49;
+  s.seed = 5;
+  rl::train(s, (dir / "full").string());
+  s.max_iterations = 3;
+  rl::train(s, (dir / "part").string());
+  // Its config.json as the trainer before the levers wrote it: none of their keys.
+  const fs::path cfg = dir / "part" / "config.json";
+  auto j = nlohmann::ordered_json::parse(test::text_of(cfg));
+  for (const char* k : {"elite", "explore", "warm_start", "entropy_decay_iterations"})
+    j["train"].erase(k);
+  j["train"]["ppo"].erase("baseline");
+  std::ofstream(cfg) << j.dump(1);
+  rl::resume((dir / "part").string());
+  CHECK(test::log_without_wall(dir / "part" / "log.csv") ==
+        test::log_without_wall(dir / "full" / "log.csv"));
+}
