@@ -13,6 +13,7 @@
 #include "core/io.h"
 #include "eval/evaluate.h"
 #include "place/registry.h"
+#include "rl/gdp/pretrained.h"
 #include "sim/cost_model.h"
 
 namespace gdp::cli {
@@ -73,6 +74,7 @@ int cmd_place(int argc, char** argv) {
   if (!a.positional().empty()) throw UsageError("unexpected argument '" + a.positional()[0] + "'");
   if (a.has("--list")) {
     std::fputs(place::describe_methods(reg).c_str(), stdout);
+    std::printf("\n(gdp, gdp-anneal: %s)\n", rl::pretrained_summary().c_str());
     return 0;
   }
   if (a.has("-o") && a.has("--output")) throw UsageError("give -o or --output, not both");

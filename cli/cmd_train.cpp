@@ -54,7 +54,7 @@ int cmd_train(int argc, char** argv) {
   Args a(argc, argv,
          {"--graph", "--cluster", "--suite", "--out", "--config", "--samples", "--seconds",
           "--seed", "--device", "--init", "--resume", "--profile", "--iterations", "--method",
-          "--options", "--checkpoint-every"},
+          "--options", "--checkpoint-every", "--expert"},
          {"--quiet"});
   if (a.help()) {
     std::printf(
@@ -75,6 +75,9 @@ int cmd_train(int argc, char** argv) {
         "                  when neither --samples nor --seconds is given)\n"
         "  --seconds S     budget: wall-clock seconds\n"
         "  --seed S        seed (default 1): the same seed gives the same run\n"
+        "  --expert N      gdp: expert iteration, a guided anneal of N samples per graph and\n"
+        "                  iteration whose best the policy imitates (config "
+        "expert.anneal_samples)\n"
         "  --init DIR      start from the policy of another run of the same method (fine-tuning;\n"
         "                  gdp, placeto)\n"
         "  --profile F     device profile JSON for the cost model (default: built-in)\n"
@@ -89,7 +92,7 @@ int cmd_train(int argc, char** argv) {
   if (a.has("--resume")) {
     for (const char* f : {"--graph", "--cluster", "--suite", "--out", "--config", "--samples",
                           "--seconds", "--seed", "--device", "--init", "--profile", "--method",
-                          "--options", "--checkpoint-every"})
+                          "--options", "--checkpoint-every", "--expert"})
       if (a.has(f))
         throw UsageError(std::string("--resume takes the run's own settings; drop ") + f);
     const std::string dir = a.get("--resume");
@@ -119,6 +122,12 @@ int cmd_train(int argc, char** argv) {
   if (a.has("--config")) {
     const std::string path = a.get("--config");
     s.config = rl::TrainConfig::from_json(StrictJson(path).parse(read_text_file(path)), path);
+  }
+  if (a.has("--expert")) {
+    if (s.method != "gdp") throw UsageError("--expert is gdp's (expert iteration)");
+    s.config.expert.anneal_samples = static_cast<int32_t>(a.integer("--expert", 0, 1, 1 << 20));
+    if (s.config.elite.size == 0)
+      throw UsageError("--expert imitates the elites: the config's elite.size must be > 0");
   }
   s.budget.samples = a.integer("--samples", 0, 1, int64_t{1} << 40);
   s.budget.seconds = a.number("--seconds", 0, 1e-3, 1e9);

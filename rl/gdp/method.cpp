@@ -1,13 +1,15 @@
-// The GDP policy as a place/ method ("gdp"): without a checkpoint it trains a fresh policy on
-// the problem within the run's budget (GDP-one) and returns the best placement it simulated;
-// with a checkpoint it places zero-shot (greedy, or the best of N samples and the greedy one),
-// or fine-tunes from it within the budget.
+// The GDP policy as a place/ method ("gdp"). From a checkpoint (by default the shipped
+// pre-trained one, rl/gdp/pretrained.h) it places zero-shot (the best of the greedy placement
+// and N samples) or fine-tunes from it within the budget; with checkpoint "none" it trains a
+// fresh policy on the problem within the run's budget (GDP-one) and returns the best
+// placement it simulated.
 #include <cmath>
 #include <limits>
 
 #include "core/error.h"
 #include "nn/autograd.h"
 #include "place/registry.h"
+#include "rl/gdp/pretrained.h"
 #include "rl/gdp/trainer.h"
 #include "rl/register.h"
 #include "rl/session.h"
@@ -21,12 +23,13 @@ constexpr int64_t kDefaultSamples = 2000;  // GDP-one / fine-tuning with no budg
 class GdpPlacer : public place::Placer {
  public:
   explicit GdpPlacer(const place::Options& o)
-      : checkpoint_(o.string("checkpoint")),
+      : checkpoint_(resolve_checkpoint(o.string("checkpoint"), "gdp")),
         samples_(o.integer("samples")),
         fine_tune_(o.boolean("fine_tune")),
         config_(TrainConfig::from_json(o.object("config"), "method 'gdp': options.config")) {
     if (fine_tune_ && checkpoint_.empty())
-      throw InputError("method 'gdp': options.fine_tune: needs options.checkpoint");
+      throw InputError(
+          "method 'gdp': options.fine_tune: needs a checkpoint (options.checkpoint is 'none')");
   }
 
   Placement place(place::Run& run) override {
@@ -95,14 +98,17 @@ void register_methods(place::Registry& r) {
       "gdp",
       "the GDP policy (GraphSAGE + segment-recurrent attention + superposition, PPO): trains on "
       "the graph within the budget, or places zero-shot / fine-tunes from a checkpoint",
-      {place::string_option("checkpoint", "", {},
-                            "a `gdp train` output DIR; empty: train a fresh policy (GDP-one)"),
-       place::integer_option("samples", 0, 0, int64_t{1} << 30,
+      {place::string_option("checkpoint", "pretrained", {},
+                            "'pretrained' (the shipped policy, models/gdp-pretrained), a `gdp "
+                            "train` output DIR (or DIR/ckpt-N.bin), or 'none': train a fresh "
+                            "policy on the graph (GDP-one)"),
+       place::integer_option("samples", 63, 0, int64_t{1} << 30,
                              "zero-shot: the best of the greedy placement and N samples"),
        place::boolean_option("fine_tune", false, "train from the checkpoint within the budget"),
        place::object_option("config", "training configuration (rl/gdp/trainer.h TrainConfig)")},
       true,
       [](const place::Options& o) { return std::make_unique<GdpPlacer>(o); }});
+  register_guided_methods(r);
   r.add(hdp_method());
   r.add(placeto_method());
 }

@@ -15,6 +15,7 @@
 #include "nn/graph_ops.h"
 #include "nn/ops.h"
 #include "place/registry.h"
+#include "rl/gdp/guided.h"
 
 namespace gdp::rl {
 
@@ -59,7 +60,7 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
   sj.check_keys(j, "", {},
                 {"policy", "ppo", "reward", "samples_per_iteration", "epochs", "minibatches", "lr",
                  "grad_clip", "checkpoint_every", "keep_reference", "imitation_steps", "warm_start",
-                 "elite", "explore", "entropy_decay_iterations"});
+                 "elite", "explore", "expert", "entropy_decay_iterations"});
   TrainConfig c;
   if (j.contains("policy"))
     c.policy = PolicyConfig::from_json(sj.object(j, "policy", ""), source + ": policy");
@@ -144,6 +145,16 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
     if (c.explore.p_run + c.explore.p_block <= 0)
       se.fail("p_run", "p_run + p_block must be positive (the moves every graph has)");
   }
+  if (j.contains("expert")) {
+    const nlohmann::json& e = sj.object(j, "expert", "");
+    StrictJson se(source + ": expert");
+    se.check_keys(e, "", {}, {"anneal_samples", "mix", "t_ratio"});
+    c.expert.anneal_samples = int_key(se, e, "anneal_samples", c.expert.anneal_samples, 0, 1 << 20);
+    c.expert.mix = num_key(se, e, "mix", c.expert.mix, 0, 1);
+    c.expert.t_ratio = num_key(se, e, "t_ratio", c.expert.t_ratio, 1e-9, 1);
+    if (c.expert.anneal_samples > 0 && c.elite.size == 0)
+      se.fail("anneal_samples", "expert iteration imitates the elites: needs elite.size > 0");
+  }
   c.entropy_decay_iterations =
       int_key(sj, j, "entropy_decay_iterations", c.entropy_decay_iterations, 0, 1 << 30);
   return c;
@@ -175,6 +186,8 @@ nlohmann::ordered_json TrainConfig::to_json() const {
                   {"p_block", explore.p_block},
                   {"p_boundary", explore.p_boundary},
                   {"p_scope", explore.p_scope}};
+  j["expert"] = {
+      {"anneal_samples", expert.anneal_samples}, {"mix", expert.mix}, {"t_ratio", expert.t_ratio}};
   j["entropy_decay_iterations"] = entropy_decay_iterations;
   return j;
 }
@@ -234,8 +247,10 @@ double Trainer::wall_s() const {
 }
 
 bool Trainer::done(const place::Budget& budget) const {
-  const int64_t next =
-      static_cast<int64_t>(config_.samples_per_iteration) * static_cast<int64_t>(graphs_.size());
+  const int64_t per_graph =
+      static_cast<int64_t>(config_.samples_per_iteration) +
+      (config_.expert.anneal_samples > 0 ? config_.expert.anneal_samples + 1 : 0);
+  const int64_t next = per_graph * static_cast<int64_t>(graphs_.size());
   if (budget.samples > 0 && total_samples() + next > budget.samples) return true;
   return budget.seconds > 0 && wall_s() >= budget.seconds;
 }
@@ -316,6 +331,37 @@ nn::Var graph_loss(const nn::Var& logits, const std::vector<int32_t>& acts,
 }
 
 }  // namespace
+
+int64_t Trainer::expert_search(GraphState& st, const nn::Tensor& host) {
+  const ExpertConfig& x = config_.expert;
+  if (st.elites.empty()) return 0;  // nothing valid to start from yet
+  const place::Problem& pb = st.run->problem();
+  if (!st.annealer) st.annealer = std::make_unique<place::Annealer>(pb, st.input.units);
+  place::AnnealConfig c;
+  c.t_start = st.anneal_t0;  // 0: calibrate on this first search
+  c.t_ratio = x.t_ratio;
+  c.calibrate = std::max<int64_t>(1, std::min<int64_t>(64, x.anneal_samples / 2));
+  c.critical_every = int64_t{1} << 40;  // one critical path per search
+  c.restart_after = 0;
+  const Elite& e = st.elites[0];
+  place::AnnealStart start{e.actions, e.step_s, "elite"};
+  const int64_t before = st.run->samples();
+  const int64_t n = std::min<int64_t>(x.anneal_samples + 1, st.run->samples_left());
+  Rng rng(rng_.next_u64());
+  const place::AnnealOutcome o =
+      st.annealer->search(*st.run, c, guide_of(host, st.input.anchored, x.mix), start,
+                          place::AnnealBudget{n, 0, 0}, rng);
+  if (st.anneal_t0 == 0) st.anneal_t0 = o.t0;
+  if (std::isfinite(o.best_energy) && o.best_energy < 1e9) {
+    std::vector<int32_t> a = o.best;  // back to the policy's label space (unit 0 on label 0)
+    if (st.input.anchored && !a.empty() && a[0] != 0) {
+      const int32_t d0 = a[0];
+      for (int32_t& v : a) v = v == d0 ? 0 : v == 0 ? d0 : v;
+    }
+    st.elites.offer(o.best_energy, a);
+  }
+  return st.run->samples() - before;
+}
 
 std::vector<IterationStats> Trainer::step() {
   ++iteration_;
@@ -413,6 +459,11 @@ std::vector<IterationStats> Trainer::step() {
                         std::vector<int32_t>(src.begin() + static_cast<std::ptrdiff_t>(at),
                                              src.begin() + static_cast<std::ptrdiff_t>(at + U)));
       }
+    if (config_.expert.anneal_samples > 0) {
+      tick = Clock::now();
+      row.local_samples += expert_search(st, host);
+      lap(times_.simulate_s);
+    }
     if (elite_w > 0) b.elites = st.elites.flat_actions();
     if (K_on > 0) {
       const std::vector<double> r = rewards_of(std::vector<double>(t.begin(), t.begin() + K_on),
@@ -427,7 +478,7 @@ std::vector<IterationStats> Trainer::step() {
     }
     row.iteration = iteration_;
     row.graph = st.spec.name;
-    row.local_samples = K_local;
+    row.local_samples += K_local;
     double sum = 0;
     int valid = 0;
     for (double x : t)
@@ -523,6 +574,7 @@ void Trainer::save(const std::string& dir, int64_t log_bytes) const {
     if (std::isfinite(g.imitation_accuracy)) x["imitation_accuracy"] = g.imitation_accuracy;
     if (g.elites.capacity() > 0) x["elites"] = g.elites.to_json();
     if (!g.greedy.empty()) x["greedy"] = g.greedy;
+    if (g.anneal_t0 > 0) x["anneal_t0"] = g.anneal_t0;
     gs.push_back(std::move(x));
   }
   j["graphs"] = std::move(gs);
@@ -558,12 +610,13 @@ int64_t Trainer::load(const std::string& dir) {
     const std::string p = json_path("graphs", i);
     const nlohmann::json& x = gs[i];
     sj.check_keys(x, p, {"name", "samples", "elapsed_s", "best_step_s", "best", "curve"},
-                  {"imitation_accuracy", "elites", "greedy"});
+                  {"imitation_accuracy", "elites", "greedy", "anneal_t0"});
     GraphState& g = graphs_[i];
     if (x.contains("imitation_accuracy"))
       g.imitation_accuracy = sj.number(x, "imitation_accuracy", p, 0, 1);
     const int32_t U = g.input.num_units(), A = config_.policy.max_devices;
     if (x.contains("elites")) g.elites.from_json(sj, x.at("elites"), json_path(p, "elites"), U, A);
+    g.anneal_t0 = x.contains("anneal_t0") ? sj.number(x, "anneal_t0", p, 0, 1e9) : 0;
     g.greedy.clear();
     if (x.contains("greedy")) {
       const nlohmann::json& a = sj.array(x, "greedy", p);

@@ -20,6 +20,7 @@
 #include "core/graph.h"
 #include "core/rng.h"
 #include "nn/optim.h"
+#include "place/anneal.h"
 #include "place/problem.h"
 #include "place/run.h"
 #include "rl/gdp/elites.h"
@@ -38,6 +39,21 @@ struct EliteConfig {
   int32_t size = 2;              // elites kept per graph (0: off)
   double weight = 1.0;           // of the cross-entropy term
   int32_t decay_iterations = 0;  // weight_t falls linearly to 0 over this many (0: constant)
+};
+
+// Expert iteration (docs/ppo.md, "Expert iteration"): each iteration, after its K samples,
+// every graph gets a short annealing search (place/anneal.h) from the best of its elites,
+// steered by the policy's current per-unit distribution; the search's best joins the elites,
+// which the cross-entropy term (EliteConfig) imitates beside the PPO loss. Search improves
+// the policy's samples; the policy learns the search's best; the next search starts from a
+// sharper policy.
+struct ExpertConfig {
+  int32_t anneal_samples = 0;  // per graph and iteration (0: off); the search's critical-path
+                               // refresh is one more
+  double mix = 0.5;            // the guide: (1 - mix) policy + mix uniform
+  double t_ratio = 0.1;        // final / start temperature of each search
+  // T0: calibrated on a graph's first search (its first min(64, anneal_samples / 2)
+  // proposals), then kept for that graph (in the checkpoint).
 };
 
 struct TrainConfig {
@@ -66,6 +82,7 @@ struct TrainConfig {
   std::vector<std::string> warm_start{"human", "m-etf", "m-sct", "metis"};
   EliteConfig elite;
   ExploreConfig explore{0.875, 0.1, 0.1};
+  ExpertConfig expert;
   // The entropy bonus falls linearly to 0 over this many iterations (0: constant).
   int32_t entropy_decay_iterations = 0;
 
@@ -141,7 +158,11 @@ class Trainer : public Learner {
     place::UnitAdjacency adjacency;  // for the local proposals' boundary moves
     place::UnitScopes scopes;        // and their scope moves
     std::vector<int32_t> greedy;     // (U) the greedy actions of the last iteration (diagnostics)
+    std::unique_ptr<place::Annealer> annealer;  // the expert step's search (built on first use)
+    double anneal_t0 = 0;                       // its calibrated start temperature (0: not yet)
   };
+  // The expert step on one graph (ExpertConfig): returns the samples it simulated.
+  int64_t expert_search(GraphState& st, const nn::Tensor& host_logits);
   void run_warm_start(GraphState& st);  // TrainConfig::warm_start: heuristics run and counted
   void imitate();  // the warm start (TrainConfig::imitation_steps), timed into times_
 

@@ -158,7 +158,7 @@ TEST_CASE("rl/gdp method: trains on the problem, or places zero-shot from a chec
   const Graph chains = test::two_chains();
   const Cluster mesh2 = test::full_mesh(2);
   place::Problem small(chains, mesh2, cost);
-  nlohmann::json cfg = {{"config", test::tiny_config().to_json()}};
+  nlohmann::json cfg = {{"checkpoint", "none"}, {"config", test::tiny_config().to_json()}};
   const auto one = place::place(place::prepare(reg, "gdp", cfg), small, place::Budget{40, 0}, 2);
   CHECK(one.report.samples <= 40);
   CHECK(one.report.samples >= 8);
