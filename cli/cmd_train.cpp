@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "core/io.h"
 #include "core/json_strict.h"
+#include "eval/suite_run.h"
 #include "place/options.h"
 #include "rl/session.h"
 
@@ -84,11 +85,19 @@ int cmd_train(int argc, char** argv) {
         "  --device D      cpu (default) or cuda\n"
         "  --iterations N  stop after N iterations (the checkpoint lets --resume continue)\n"
         "  --resume DIR    continue a killed or stopped run to its budget\n"
-        "  --quiet         no per-iteration lines\n");
+        "  --quiet         no per-iteration lines\n"
+        "Under mpirun -np N (a build with MPI) GDP trains data-parallel: graph i of the suite\n"
+        "on rank i mod N, the ranks' gradients summed by MPI_Allreduce, rank 0 writes DIR.\n");
     return 0;
   }
   if (!a.positional().empty()) throw UsageError("unexpected argument '" + a.positional()[0] + "'");
   const int64_t iterations = a.integer("--iterations", 0, 1, INT64_MAX);
+  // Under mpirun: data-parallel GDP (rl/dist.h); rank 0 writes the run and prints.
+  const eval::MpiWorld mpi = eval::mpi_begin();
+  struct MpiEnd {
+    ~MpiEnd() { eval::mpi_end(); }
+  } mpi_end_guard;
+  const bool quiet = a.has("--quiet") || mpi.rank != 0;
   if (a.has("--resume")) {
     for (const char* f : {"--graph", "--cluster", "--suite", "--out", "--config", "--samples",
                           "--seconds", "--seed", "--device", "--init", "--profile", "--method",
@@ -96,8 +105,8 @@ int cmd_train(int argc, char** argv) {
       if (a.has(f))
         throw UsageError(std::string("--resume takes the run's own settings; drop ") + f);
     const std::string dir = a.get("--resume");
-    rl::resume(dir, a.has("--quiet") ? rl::IterationFn() : printer(place::Budget()), iterations);
-    std::printf("%s: resumed and finished (summary.json)\n", dir.c_str());
+    rl::resume(dir, quiet ? rl::IterationFn() : printer(place::Budget()), iterations);
+    if (mpi.rank == 0) std::printf("%s: resumed and finished (summary.json)\n", dir.c_str());
     return 0;
   }
   rl::SessionSpec s;
@@ -138,8 +147,10 @@ int cmd_train(int argc, char** argv) {
   s.init_dir = a.get("--init");
   s.profile_path = a.get("--profile");
   s.max_iterations = iterations;
-  rl::train(s, out, a.has("--quiet") ? rl::IterationFn() : printer(s.budget));
-  std::printf("%s: done (summary.json)\n", out.c_str());
+  rl::train(s, out, quiet ? rl::IterationFn() : printer(s.budget));
+  if (mpi.rank == 0)
+    std::printf("%s: done (summary.json)%s\n", out.c_str(),
+                mpi.size > 1 ? (" on " + std::to_string(mpi.size) + " MPI ranks").c_str() : "");
   return 0;
 }
 

@@ -12,6 +12,7 @@
 #include "datasets/suite.h"
 #include "nn/checkpoint.h"
 #include "place/options.h"
+#include "rl/dist.h"
 #include "rl/learners.h"
 #include "rl/register.h"
 #ifdef GDP_HAVE_CUDA
@@ -251,12 +252,16 @@ void run_loop(Learner& t, const SessionSpec& s, const std::string& dir, const It
               int64_t max_iterations) {
   const bool batch = t.num_graphs() > 1;
   const std::string log_path = (fs::path(dir) / "log.csv").string();
-  std::ofstream log(log_path, std::ios::binary | std::ios::app);
-  if (!log) throw InputError(log_path + ": cannot open for appending");
+  std::ofstream log;
+  if (dist_rank() == 0) log.open(log_path, std::ios::binary | std::ios::app);
+  if (dist_rank() == 0 && !log) throw InputError(log_path + ": cannot open for appending");
+  // Data-parallel (rl/dist.h): every rank trains, rank 0 alone writes the run directory.
+  const bool writer = dist_rank() == 0;
   int64_t ran = 0;
   while (!t.done(s.budget) && (max_iterations <= 0 || ran < max_iterations)) {
     const std::vector<IterationStats> rows = t.step();
     ++ran;
+    if (!writer) continue;
     for (const auto& r : rows) log << log_row(r, batch);
     log.flush();
     if (!log) throw InputError(log_path + ": write error");
@@ -268,6 +273,7 @@ void run_loop(Learner& t, const SessionSpec& s, const std::string& dir, const It
     }
   }
   log.close();
+  if (!writer) return;
   write_best(t, dir);
   t.save(dir, file_size_of(log_path));
   write_summary(t, dir, s.method);
@@ -364,12 +370,17 @@ void train(const SessionSpec& spec_in, const std::string& dir, const IterationFn
   if (spec.method == "placeto" && spec.init_dir.empty())
     spec.options["max_devices"] = placeto_slots(
         placeto::train_config(method_options(spec, "train --options")), train_graphs(*m));
+  if (dist_size() > 1 && spec.method != "gdp")
+    throw InputError("train: data-parallel training (mpirun) is GDP's; run " + spec.method +
+                     " as one process");
   std::unique_ptr<Learner> t = make_learner(spec, *m, "train");
-  fs::create_directories(dir);
   const Trainer* gdp = dynamic_cast<const Trainer*>(t.get());
-  write_text_file_atomic((fs::path(dir) / "config.json").string(),
-                         spec_to_json(spec, gdp ? &gdp->policy() : nullptr).dump(2) + "\n");
-  write_text_file_atomic((fs::path(dir) / "log.csv").string(), log_header(m->graphs.size() > 1));
+  if (dist_rank() == 0) {
+    fs::create_directories(dir);
+    write_text_file_atomic((fs::path(dir) / "config.json").string(),
+                           spec_to_json(spec, gdp ? &gdp->policy() : nullptr).dump(2) + "\n");
+    write_text_file_atomic((fs::path(dir) / "log.csv").string(), log_header(m->graphs.size() > 1));
+  }
   run_loop(*t, spec, dir, on_iteration, spec.max_iterations);
 }
 
@@ -384,11 +395,14 @@ void resume(const std::string& dir, const IterationFn& on_iteration, int64_t max
       throw InputError(dir +
                        "/config.json: vocabulary: differs from the graphs' (were the graph "
                        "files changed since the run started?)");
+  if (dist_size() > 1 && f.spec.method != "gdp")
+    throw InputError("train: data-parallel training (mpirun) is GDP's; resume " + f.spec.method +
+                     " as one process");
   const int64_t log_bytes = t->load(dir);
   // The killed run may have logged iterations after its last checkpoint: cut them.
   const std::string log_path = (fs::path(dir) / "log.csv").string();
   std::error_code ec;
-  fs::resize_file(log_path, static_cast<uintmax_t>(log_bytes), ec);
+  if (dist_rank() == 0) fs::resize_file(log_path, static_cast<uintmax_t>(log_bytes), ec);
   if (ec)
     throw InputError(log_path + ": cannot cut the log back to the checkpoint: " + ec.message());
   run_loop(*t, f.spec, dir, on_iteration, max_iterations);

@@ -7,6 +7,8 @@
 //          unit from (1 - mix) policy + mix uniform.
 // mix = 1 with policy_samples = 0 is plain anneal with the policy's greedy placement as one
 // more start.
+#include "rl/gdp/guided.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -17,7 +19,6 @@
 #include "place/anneal.h"
 #include "place/registry.h"
 #include "rl/gdp/ppo.h"
-#include "rl/gdp/guided.h"
 #include "rl/gdp/pretrained.h"
 #include "rl/register.h"
 #include "rl/session.h"

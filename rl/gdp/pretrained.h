@@ -6,7 +6,6 @@
 
 #include <string>
 
-
 namespace gdp::rl {
 
 // The shipped checkpoint's directory: $GDP_PRETRAINED when set, else the source tree's

@@ -15,6 +15,7 @@
 #include "nn/graph_ops.h"
 #include "nn/ops.h"
 #include "place/registry.h"
+#include "rl/dist.h"
 #include "rl/gdp/guided.h"
 
 namespace gdp::rl {
@@ -36,6 +37,61 @@ std::vector<int32_t> unit_actions(const Placement& p, const PolicyInput& in) {
     for (int32_t& x : a) x = x == d0 ? 0 : x == 0 ? d0 : x;
   }
   return a;
+}
+
+// Data-parallel: the sum of every rank's gradients (each rank's are over its own graphs).
+void allreduce_grads(nn::ParameterBuffer& params, int ranks) {
+  if (ranks <= 1) return;
+  nn::Tensor g = params.grads();
+  if (g.device() != nn::Device::cpu)
+    throw InputError("train: data-parallel training runs the policy on the cpu (--device cpu)");
+  dist_allreduce_sum(g.data(), g.numel());
+}
+
+// The numeric fields of a row, for the ranks' exchange.
+constexpr int kRowFields = 19;
+void pack_row(const IterationStats& r, double* x) {
+  const double v[kRowFields] = {static_cast<double>(r.iteration),
+                                static_cast<double>(r.samples),
+                                r.wall_s,
+                                r.best_step_s,
+                                r.mean_step_s,
+                                r.invalid_frac,
+                                r.entropy,
+                                r.loss,
+                                r.approx_kl,
+                                r.clip_fraction,
+                                r.reward_std,
+                                r.signal_t,
+                                r.grad_norm,
+                                r.entropy_p10,
+                                r.entropy_p50,
+                                r.entropy_p90,
+                                r.greedy_changed,
+                                r.elite_ce,
+                                static_cast<double>(r.local_samples)};
+  std::copy(v, v + kRowFields, x);
+}
+void unpack_row(const double* x, IterationStats& r) {
+  r.iteration = static_cast<int64_t>(x[0]);
+  r.samples = static_cast<int64_t>(x[1]);
+  r.wall_s = x[2];
+  r.best_step_s = x[3];
+  r.mean_step_s = x[4];
+  r.invalid_frac = x[5];
+  r.entropy = x[6];
+  r.loss = x[7];
+  r.approx_kl = x[8];
+  r.clip_fraction = x[9];
+  r.reward_std = x[10];
+  r.signal_t = x[11];
+  r.grad_norm = x[12];
+  r.entropy_p10 = x[13];
+  r.entropy_p50 = x[14];
+  r.entropy_p90 = x[15];
+  r.greedy_changed = x[16];
+  r.elite_ce = x[17];
+  r.local_samples = static_cast<int64_t>(x[18]);
 }
 
 // A linear decay to 0 over `iterations` (0: none), at 1-based iteration `it`.
@@ -213,9 +269,14 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
   nn::AdamConfig ac;
   ac.lr = config_.lr;
   adam_ = std::make_unique<nn::Adam>(policy_->params(), ac);
+  rank_ = dist_rank();
+  ranks_ = dist_size();
   for (auto& spec : graphs) {
     GraphState st;
     st.spec = spec;
+    const uint64_t gi = graphs_.size();
+    st.rng = Rng(seed ^ 0x9e3779b97f4a7c15ull ^ ((gi + 1) * 0xbf58476d1ce4e5b9ull));
+    st.owned = static_cast<int>(gi % static_cast<uint64_t>(ranks_)) == rank_;
     st.run = attach_run(spec, cost_, "gdp", seed, st.own);
     const place::Problem& problem = st.run->problem();
     st.input = policy_->prepare(problem.graph(), problem.cluster(), problem.cost());
@@ -251,8 +312,14 @@ bool Trainer::done(const place::Budget& budget) const {
       static_cast<int64_t>(config_.samples_per_iteration) +
       (config_.expert.anneal_samples > 0 ? config_.expert.anneal_samples + 1 : 0);
   const int64_t next = per_graph * static_cast<int64_t>(graphs_.size());
-  if (budget.samples > 0 && total_samples() + next > budget.samples) return true;
-  return budget.seconds > 0 && wall_s() >= budget.seconds;
+  bool stop = (budget.samples > 0 && total_samples() + next > budget.samples) ||
+              (budget.seconds > 0 && wall_s() >= budget.seconds);
+  if (ranks_ > 1) {  // rank 0's clock decides for all
+    double x = stop ? 1 : 0;
+    dist_broadcast(&x, 1, 0);
+    stop = x != 0;
+  }
+  return stop;
 }
 
 void Trainer::run_warm_start(GraphState& st) {
@@ -279,6 +346,7 @@ void Trainer::imitate() {
     const bool last = s == config_.imitation_steps;  // the accuracy pass, no update
     params.zero_grad();
     for (GraphState& st : graphs_) {
+      if (!st.owned) continue;
       auto t0 = Clock::now();
       std::unique_ptr<nn::NoGradGuard> no_grad;
       if (last) no_grad = std::make_unique<nn::NoGradGuard>();
@@ -298,6 +366,7 @@ void Trainer::imitate() {
     }
     if (last) break;
     const auto t0 = Clock::now();
+    allreduce_grads(params, ranks_);
     nn::clip_grad_norm(params, config_.grad_clip);
     adam_->step();
     times_.update_s += std::chrono::duration<double>(Clock::now() - t0).count();
@@ -347,7 +416,7 @@ int64_t Trainer::expert_search(GraphState& st, const nn::Tensor& host) {
   place::AnnealStart start{e.actions, e.step_s, "elite"};
   const int64_t before = st.run->samples();
   const int64_t n = std::min<int64_t>(x.anneal_samples + 1, st.run->samples_left());
-  Rng rng(rng_.next_u64());
+  Rng rng(rng_of(st).next_u64());
   const place::AnnealOutcome o =
       st.annealer->search(*st.run, c, guide_of(host, st.input.anchored, x.mix), start,
                           place::AnnealBudget{n, 0, 0}, rng);
@@ -375,7 +444,8 @@ std::vector<IterationStats> Trainer::step() {
   };
   if (iteration_ == 1) {
     if (!config_.warm_start.empty())
-      for (GraphState& st : graphs_) run_warm_start(st);
+      for (GraphState& st : graphs_)
+        if (st.owned) run_warm_start(st);
     lap(times_.simulate_s);
     if (config_.imitation_steps > 0) imitate();
   }
@@ -406,6 +476,8 @@ std::vector<IterationStats> Trainer::step() {
   params.zero_grad();
   for (size_t gi = 0; gi < graphs_.size(); ++gi) {
     GraphState& st = graphs_[gi];
+    if (!st.owned) continue;
+    Rng& rng = rng_of(st);
     const size_t U = static_cast<size_t>(st.input.num_units());
     nn::Var logits;
     {
@@ -432,16 +504,16 @@ std::vector<IterationStats> Trainer::step() {
     }
     Batch& b = batches[gi];
     if (K_on > 0) {
-      b.actions = sample_actions(host, K_on, rng_);
+      b.actions = sample_actions(host, K_on, rng);
       b.old_logp = log_probs(logits.value(), b.actions);
     }
     std::vector<int32_t> local;  // (K_local * U)
     for (int32_t k = 0; k < K_local; ++k) {
       const std::vector<int32_t>& base =
           st.elites.empty() ? st.greedy
-                            : st.elites[static_cast<size_t>(rng_.below(st.elites.size()))].actions;
+                            : st.elites[static_cast<size_t>(rng.below(st.elites.size()))].actions;
       const std::vector<int32_t> a = local_proposal(host, base, st.input.anchored, config_.explore,
-                                                    rng_, &st.adjacency, &st.scopes);
+                                                    rng, &st.adjacency, &st.scopes);
       local.insert(local.end(), a.begin(), a.end());
     }
     std::vector<Placement> ps;
@@ -499,6 +571,7 @@ std::vector<IterationStats> Trainer::step() {
   }
   if (reuse_first) {
     tick = Clock::now();
+    allreduce_grads(params, ranks_);
     grad_norm = nn::clip_grad_norm(params, config_.grad_clip);
     adam_->step();
     lap(times_.update_s);
@@ -515,6 +588,7 @@ std::vector<IterationStats> Trainer::step() {
       const int32_t hi = static_cast<int32_t>(static_cast<int64_t>(K_on) * (mb + 1) / M);
       params.zero_grad();
       for (size_t gi = 0; gi < graphs_.size(); ++gi) {
+        if (!graphs_[gi].owned) continue;
         const Batch& b = batches[gi];
         const size_t U = static_cast<size_t>(graphs_[gi].input.num_units());
         std::vector<int32_t> acts;
@@ -541,11 +615,17 @@ std::vector<IterationStats> Trainer::step() {
         row.clip_fraction = ps_stats.clip_fraction;
       }
       tick = Clock::now();
+      allreduce_grads(params, ranks_);
       grad_norm = nn::clip_grad_norm(params, config_.grad_clip);
       adam_->step();
       lap(times_.update_s);
     }
   }
+  for (size_t gi = 0; gi < graphs_.size(); ++gi) {
+    rows[gi].iteration = iteration_;
+    rows[gi].graph = graphs_[gi].spec.name;
+  }
+  if (ranks_ > 1) sync_graphs(rows);
   for (size_t gi = 0; gi < graphs_.size(); ++gi) {
     rows[gi].samples = graphs_[gi].run->samples();
     rows[gi].wall_s = wall_s();
@@ -569,14 +649,7 @@ void Trainer::save(const std::string& dir, int64_t log_bytes) const {
   j["wall_s"] = wall_s();
   j["log_bytes"] = log_bytes;
   nlohmann::ordered_json gs = nlohmann::ordered_json::array();
-  for (const auto& g : graphs_) {
-    nlohmann::ordered_json x = run_state_to_json(g.spec.name, *g.run);
-    if (std::isfinite(g.imitation_accuracy)) x["imitation_accuracy"] = g.imitation_accuracy;
-    if (g.elites.capacity() > 0) x["elites"] = g.elites.to_json();
-    if (!g.greedy.empty()) x["greedy"] = g.greedy;
-    if (g.anneal_t0 > 0) x["anneal_t0"] = g.anneal_t0;
-    gs.push_back(std::move(x));
-  }
+  for (const auto& g : graphs_) gs.push_back(graph_json(g));
   j["graphs"] = std::move(gs);
   write_text_file_atomic((fs::path(dir) / "state.json").string(), j.dump(1) + "\n");
   remove_old_checkpoints(dir, bin);  // no longer named by the state
@@ -606,34 +679,63 @@ int64_t Trainer::load(const std::string& dir) {
                               ", the state iteration " + std::to_string(it));
   Rng r;
   if (!r.set_state(sj.string(j, "rng", ""))) sj.fail("rng", "expected a generator state");
-  for (size_t i = 0; i < gs.size(); ++i) {
-    const std::string p = json_path("graphs", i);
-    const nlohmann::json& x = gs[i];
-    sj.check_keys(x, p, {"name", "samples", "elapsed_s", "best_step_s", "best", "curve"},
-                  {"imitation_accuracy", "elites", "greedy", "anneal_t0"});
-    GraphState& g = graphs_[i];
-    if (x.contains("imitation_accuracy"))
-      g.imitation_accuracy = sj.number(x, "imitation_accuracy", p, 0, 1);
-    const int32_t U = g.input.num_units(), A = config_.policy.max_devices;
-    if (x.contains("elites")) g.elites.from_json(sj, x.at("elites"), json_path(p, "elites"), U, A);
-    g.anneal_t0 = x.contains("anneal_t0") ? sj.number(x, "anneal_t0", p, 0, 1e9) : 0;
-    g.greedy.clear();
-    if (x.contains("greedy")) {
-      const nlohmann::json& a = sj.array(x, "greedy", p);
-      if (static_cast<int32_t>(a.size()) != U)
-        sj.fail(json_path(p, "greedy"), "expected " + std::to_string(U) + " unit devices");
-      for (size_t u = 0; u < a.size(); ++u)
-        g.greedy.push_back(static_cast<int32_t>(
-            sj.integer_value(a[u], json_path(json_path(p, "greedy"), u), 0, A - 1)));
-    }
-    run_state_from_json(sj, x, p, graphs_[i].spec.name, graphs_[i].spec.graph->num_ops(),
-                        *graphs_[i].run);
-  }
+  for (size_t i = 0; i < gs.size(); ++i)
+    restore_graph(sj, gs[i], json_path("graphs", i), graphs_[i]);
   rng_ = r;
   iteration_ = it;
   wall_offset_s_ = sj.number(j, "wall_s", "");
   start_ = std::chrono::steady_clock::now();
   return sj.integer(j, "log_bytes", "");
+}
+
+nlohmann::ordered_json Trainer::graph_json(const GraphState& g) const {
+  nlohmann::ordered_json x = run_state_to_json(g.spec.name, *g.run);
+  if (std::isfinite(g.imitation_accuracy)) x["imitation_accuracy"] = g.imitation_accuracy;
+  if (g.elites.capacity() > 0) x["elites"] = g.elites.to_json();
+  if (!g.greedy.empty()) x["greedy"] = g.greedy;
+  if (g.anneal_t0 > 0) x["anneal_t0"] = g.anneal_t0;
+  if (graphs_.size() > 1) x["rng"] = g.rng.state();
+  return x;
+}
+
+void Trainer::restore_graph(const StrictJson& sj, const nlohmann::json& x, const std::string& p,
+                            GraphState& g) {
+  sj.check_keys(x, p, {"name", "samples", "elapsed_s", "best_step_s", "best", "curve"},
+                {"imitation_accuracy", "elites", "greedy", "anneal_t0", "rng"});
+  if (x.contains("imitation_accuracy"))
+    g.imitation_accuracy = sj.number(x, "imitation_accuracy", p, 0, 1);
+  const int32_t U = g.input.num_units(), A = config_.policy.max_devices;
+  if (x.contains("elites")) g.elites.from_json(sj, x.at("elites"), json_path(p, "elites"), U, A);
+  g.anneal_t0 = x.contains("anneal_t0") ? sj.number(x, "anneal_t0", p, 0, 1e9) : 0;
+  g.greedy.clear();
+  if (x.contains("greedy")) {
+    const nlohmann::json& a = sj.array(x, "greedy", p);
+    if (static_cast<int32_t>(a.size()) != U)
+      sj.fail(json_path(p, "greedy"), "expected " + std::to_string(U) + " unit devices");
+    for (size_t u = 0; u < a.size(); ++u)
+      g.greedy.push_back(static_cast<int32_t>(
+          sj.integer_value(a[u], json_path(json_path(p, "greedy"), u), 0, A - 1)));
+  }
+  if (x.contains("rng") && !g.rng.set_state(sj.string(x, "rng", p)))
+    sj.fail(json_path(p, "rng"), "expected a generator state");
+  run_state_from_json(sj, x, p, g.spec.name, g.spec.graph->num_ops(), *g.run);
+}
+
+void Trainer::sync_graphs(std::vector<IterationStats>& rows) {
+  for (size_t gi = 0; gi < graphs_.size(); ++gi) {
+    GraphState& g = graphs_[gi];
+    const int owner = static_cast<int>(gi % static_cast<size_t>(ranks_));
+    double packed[kRowFields];
+    pack_row(rows[gi], packed);
+    dist_broadcast(packed, kRowFields, owner);
+    std::string bytes = owner == rank_ ? graph_json(g).dump() : std::string();
+    dist_broadcast(bytes, owner);
+    if (owner == rank_) continue;
+    unpack_row(packed, rows[gi]);
+    const std::string source = "rank " + std::to_string(owner) + "'s state of " + g.spec.name;
+    StrictJson sj(source);
+    restore_graph(sj, sj.parse(bytes), "", g);
+  }
 }
 
 }  // namespace gdp::rl

@@ -160,7 +160,16 @@ class Trainer : public Learner {
     std::vector<int32_t> greedy;     // (U) the greedy actions of the last iteration (diagnostics)
     std::unique_ptr<place::Annealer> annealer;  // the expert step's search (built on first use)
     double anneal_t0 = 0;                       // its calibrated start temperature (0: not yet)
+    Rng rng;            // this graph's sampling and proposals (GDP-batch; GDP-one uses rng_)
+    bool owned = true;  // this rank samples, simulates and differentiates it (rl/dist.h)
   };
+  Rng& rng_of(GraphState& st) { return graphs_.size() == 1 ? rng_ : st.rng; }
+  // A graph's state for the checkpoint and for the ranks' exchange, and back.
+  nlohmann::ordered_json graph_json(const GraphState& g) const;
+  void restore_graph(const StrictJson& sj, const nlohmann::json& x, const std::string& p,
+                     GraphState& g);
+  // Data-parallel: every rank receives the rows and states of the graphs other ranks own.
+  void sync_graphs(std::vector<IterationStats>& rows);
   // The expert step on one graph (ExpertConfig): returns the samples it simulated.
   int64_t expert_search(GraphState& st, const nn::Tensor& host_logits);
   void run_warm_start(GraphState& st);  // TrainConfig::warm_start: heuristics run and counted
@@ -172,7 +181,8 @@ class Trainer : public Learner {
   std::unique_ptr<Policy> policy_;
   std::unique_ptr<nn::Adam> adam_;
   std::vector<GraphState> graphs_;
-  Rng rng_;  // sampling and minibatch order
+  Rng rng_;                   // minibatch order (and GDP-one's sampling)
+  int rank_ = 0, ranks_ = 1;  // rl/dist.h: graph i belongs to rank i mod ranks_
   int64_t iteration_ = 0;
   PhaseTimes times_;
   double wall_offset_s_ = 0;  // run seconds before a resume

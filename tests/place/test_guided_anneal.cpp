@@ -80,7 +80,8 @@ TEST_CASE("place/guided anneal: with mix 0 every move goes to a device the guide
   CHECK(changed > 1000);
   // Unguided proposals always change something.
   const place::AnnealGuide none;
-  for (int k = 0; k < 200; ++k) CHECK(an.proposal(place::AnnealConfig(), none, cur, {}, rng) != cur);
+  for (int k = 0; k < 200; ++k)
+    CHECK(an.proposal(place::AnnealConfig(), none, cur, {}, rng) != cur);
 }
 
 TEST_CASE("place/guided anneal: a guide with all its mass on one placement starts and stays there",
@@ -98,7 +99,8 @@ TEST_CASE("place/guided anneal: a guide with all its mass on one placement start
   cfg.init_methods = "";  // the guide's start only
   auto plan = [&](place::Run&, const place::Units&) {
     place::GuidePlan gp;
-    gp.guide = only_devices(U, 2, [&](int32_t u) { return std::vector<int32_t>{target[u]}; }, 0);
+    gp.guide = only_devices(
+        U, 2, [&](int32_t u) { return std::vector<int32_t>{target[u]}; }, 0);
     gp.starts = {p};
     gp.start_names = {"the guide's placement"};
     return gp;
@@ -127,7 +129,8 @@ TEST_CASE("place/guided anneal: mix 1 without starts is plain anneal, draw for d
   const int32_t U = units.num_units();
   auto plan = [&](place::Run&, const place::Units&) {
     place::GuidePlan gp;
-    gp.guide = only_devices(U, 3, [](int32_t) { return std::vector<int32_t>{0}; }, 1.0);
+    gp.guide = only_devices(
+        U, 3, [](int32_t) { return std::vector<int32_t>{0}; }, 1.0);
     return gp;
   };
   const place::PlaceResult plain =

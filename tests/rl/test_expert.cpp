@@ -79,12 +79,13 @@ TEST_CASE("rl/expert iteration: the search's best joins the elites and beats the
   CHECK(searched < plain);
   // Off by default, and its keys are checked.
   CHECK(rl::TrainConfig().expert.anneal_samples == 0);
-  CHECK_THAT(error_of([] {
-               rl::TrainConfig::from_json(
-                   nlohmann::json::parse(R"({"elite": {"size": 0}, "expert": {"anneal_samples": 8}})"),
-                   "t.json");
-             }),
-             Contains("t.json: expert") && Contains("elite.size"));
+  CHECK_THAT(
+      error_of([] {
+        rl::TrainConfig::from_json(
+            nlohmann::json::parse(R"({"elite": {"size": 0}, "expert": {"anneal_samples": 8}})"),
+            "t.json");
+      }),
+      Contains("t.json: expert") && Contains("elite.size"));
   CHECK_THAT(error_of([] {
                rl::TrainConfig::from_json(nlohmann::json::parse(R"({"expert": {"mixx": 1}})"),
                                           "t.json");

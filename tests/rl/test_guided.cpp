@@ -68,7 +68,8 @@ TEST_CASE("rl/gdp-anneal finds the exhaustive optimum on tiny graphs", "[rl][gui
   }
 }
 
-TEST_CASE("rl/gdp-anneal: a policy with all its mass on one placement starts there", "[rl][guided]") {
+TEST_CASE("rl/gdp-anneal: a policy with all its mass on one placement starts there",
+          "[rl][guided]") {
   const fs::path run = tiny_run("guided_onehot");
   // The same run's policy, rewritten so that every unit prefers device label 1 by far.
   std::unique_ptr<rl::Policy> p = rl::load_policy(run.string());
@@ -85,7 +86,7 @@ TEST_CASE("rl/gdp-anneal: a policy with all its mass on one placement starts the
   std::vector<int32_t> want(static_cast<size_t>(units.num_units()), 1);
   want[0] = 0;
   const Placement target = units.expand(want);
-  const nlohmann::json opts = {{"checkpoint", onehot}, {"mix", 0.0},          {"p_neighbour", 0.0},
+  const nlohmann::json opts = {{"checkpoint", onehot}, {"mix", 0.0},         {"p_neighbour", 0.0},
                                {"p_swap", 0.0},        {"init_methods", ""}, {"policy_samples", 4}};
   const place::PlaceResult r = guided(g, c, 120, opts);
   CHECK(r.placement.device == target.device);
@@ -140,8 +141,8 @@ TEST_CASE("rl/the shipped pre-trained checkpoint loads with the current policy c
   const Cluster c = read_cluster("v100x4-nvlink");
   const CostModel cost;
   const place::Problem pb(g, c, cost);
-  const place::PlaceResult r = place::place(place::prepare(rl_registry(), "gdp", {{"samples", 3}}),
-                                            pb, place::Budget{}, 1);
+  const place::PlaceResult r =
+      place::place(place::prepare(rl_registry(), "gdp", {{"samples", 3}}), pb, place::Budget{}, 1);
   CHECK(r.report.samples == 4);
   CHECK(std::isfinite(r.report.best_step_s));
   CHECK_THAT(r.report.note, Contains(dir));

@@ -1,0 +1,92 @@
+// MPI_COMM_WORLD collectives for data-parallel training (rl/dist.h).
+#include "rl/dist.h"
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+
+#ifdef GDP_HAVE_MPI
+#include <mpi.h>
+#endif
+
+namespace gdp::rl {
+
+namespace {
+
+#ifdef GDP_HAVE_MPI
+bool mpi_on() {
+  int init = 0, fin = 0;
+  MPI_Initialized(&init);
+  MPI_Finalized(&fin);
+  return init && !fin;
+}
+#endif
+
+// MPI counts are ints: large buffers go in chunks.
+constexpr int64_t kChunk = std::numeric_limits<int>::max() / 2;
+
+}  // namespace
+
+int dist_rank() {
+#ifdef GDP_HAVE_MPI
+  if (mpi_on()) {
+    int r = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    return r;
+  }
+#endif
+  return 0;
+}
+
+int dist_size() {
+#ifdef GDP_HAVE_MPI
+  if (mpi_on()) {
+    int n = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    return n;
+  }
+#endif
+  return 1;
+}
+
+void dist_allreduce_sum(float* data, int64_t n) {
+#ifdef GDP_HAVE_MPI
+  if (dist_size() > 1)
+    for (int64_t at = 0; at < n; at += kChunk)
+      MPI_Allreduce(MPI_IN_PLACE, data + at, static_cast<int>(std::min(kChunk, n - at)),
+                    MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+#else
+  (void)data;
+  (void)n;
+#endif
+}
+
+void dist_broadcast(std::string& bytes, int root) {
+#ifdef GDP_HAVE_MPI
+  if (dist_size() <= 1) return;
+  int64_t n = static_cast<int64_t>(bytes.size());
+  MPI_Bcast(&n, 1, MPI_INT64_T, root, MPI_COMM_WORLD);
+  bytes.resize(static_cast<size_t>(n));
+  for (int64_t at = 0; at < n; at += kChunk)
+    MPI_Bcast(bytes.data() + at, static_cast<int>(std::min(kChunk, n - at)), MPI_CHAR, root,
+              MPI_COMM_WORLD);
+#else
+  (void)bytes;
+  (void)root;
+#endif
+}
+
+void dist_broadcast(double* data, int64_t n, int root) {
+#ifdef GDP_HAVE_MPI
+  if (dist_size() > 1)
+    for (int64_t at = 0; at < n; at += kChunk)
+      MPI_Bcast(data + at, static_cast<int>(std::min(kChunk, n - at)), MPI_DOUBLE, root,
+                MPI_COMM_WORLD);
+#else
+  (void)data;
+  (void)n;
+  (void)root;
+#endif
+}
+
+}  // namespace gdp::rl
