@@ -53,8 +53,8 @@ void dist_allreduce_sum(float* data, int64_t n) {
 #ifdef GDP_HAVE_MPI
   if (dist_size() > 1)
     for (int64_t at = 0; at < n; at += kChunk)
-      MPI_Allreduce(MPI_IN_PLACE, data + at, static_cast<int>(std::min(kChunk, n - at)),
-                    MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      MPI_Allreduce(MPI_IN_PLACE, data + at, static_cast<int>(std::min(kChunk, n - at)), MPI_FLOAT,
+                    MPI_SUM, MPI_COMM_WORLD);
 #else
   (void)data;
   (void)n;

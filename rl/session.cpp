@@ -332,8 +332,10 @@ std::unique_ptr<Learner> make_learner(const SessionSpec& s, const Materialized& 
   if (s.method == "gdp") {
     std::unique_ptr<Policy> init;
     if (!s.init_dir.empty()) init = load_policy(s.init_dir);
-    return std::make_unique<Trainer>(s.config, train_graphs(m), m.cost, s.seed, init.get(),
-                                     device_of(s));
+    auto t = std::make_unique<Trainer>(s.config, train_graphs(m), m.cost, s.seed, init.get(),
+                                       device_of(s));
+    t->distribute();  // data-parallel under mpirun (rl/dist.h)
+    return t;
   }
   const place::Options o = method_options(s, source);
   const int32_t every = 100;  // hdp iterations; placeto uses 1 (an episode per graph)

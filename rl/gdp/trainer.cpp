@@ -269,14 +269,11 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
   nn::AdamConfig ac;
   ac.lr = config_.lr;
   adam_ = std::make_unique<nn::Adam>(policy_->params(), ac);
-  rank_ = dist_rank();
-  ranks_ = dist_size();
   for (auto& spec : graphs) {
     GraphState st;
     st.spec = spec;
     const uint64_t gi = graphs_.size();
     st.rng = Rng(seed ^ 0x9e3779b97f4a7c15ull ^ ((gi + 1) * 0xbf58476d1ce4e5b9ull));
-    st.owned = static_cast<int>(gi % static_cast<uint64_t>(ranks_)) == rank_;
     st.run = attach_run(spec, cost_, "gdp", seed, st.own);
     const place::Problem& problem = st.run->problem();
     st.input = policy_->prepare(problem.graph(), problem.cluster(), problem.cost());
@@ -301,6 +298,14 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
 }
 
 Trainer::~Trainer() = default;
+
+void Trainer::distribute() {
+  if (iteration_ > 0) throw std::logic_error("Trainer::distribute: call it before the first step");
+  rank_ = dist_rank();
+  ranks_ = dist_size();
+  for (size_t gi = 0; gi < graphs_.size(); ++gi)
+    graphs_[gi].owned = static_cast<int>(gi % static_cast<size_t>(ranks_)) == rank_;
+}
 
 double Trainer::wall_s() const {
   return wall_offset_s_ +

@@ -113,6 +113,12 @@ class Trainer : public Learner {
           const Policy* init = nullptr, nn::Device device = nn::Device::cpu);
   ~Trainer() override;
 
+  // Data-parallel over the MPI ranks (rl/dist.h; `gdp train` under mpirun): graph i is this
+  // rank's when i mod ranks = rank; every rank gets every graph's rows and state after each
+  // step. Call before the first step (a no-op outside mpirun). Without it the trainer is one
+  // process's, also inside an MPI job (a `gdp suite run` worker's cell).
+  void distribute();
+
   // One iteration over every graph. Returns one row per graph.
   std::vector<IterationStats> step() override;
   // Samples K more placements per graph would exceed the budget, or its seconds are spent.
