@@ -6,7 +6,8 @@
 #
 # Training: GDP-batch over datasets/suites/pretrain.json (no holdout.json or pipedream.json
 # graph), seed 1, with the sample budget below (the shipped run's; the same seed and budget
-# give the same checkpoint). GDP_PRETRAIN_ARGS adds flags (e.g. "--expert 32").
+# give the same checkpoint). GDP_PRETRAIN_ARGS adds flags (e.g. "--expert 32");
+# GDP_PRETRAIN_COMMIT names the commit of the binary that trained a packaged run (default HEAD).
 # Packaging keeps config.json, the last checkpoint (parameters and Adam state), a state.json
 # that names it, summary.json when the run finished, and pretrained.json: the suite, the
 # command, the commit, samples, iterations and wall time. Takes about an hour on 2 cores.
@@ -49,11 +50,13 @@ json.dump({"format": "gdp-train-state", "version": 1, "iteration": state["iterat
 if os.path.exists(os.path.join(run, "summary.json")):
     shutil.copy(os.path.join(run, "summary.json"), tmp)
 samples = sum(g["samples"] for g in state["graphs"])
-try:
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                            check=True).stdout.strip()
-except Exception:
-    commit = "unknown"
+commit = os.environ.get("GDP_PRETRAIN_COMMIT", "")  # the binary's commit, when not HEAD
+if not commit:
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                                check=True).stdout.strip()
+    except Exception:
+        commit = "unknown"
 info = {"format": "gdp-pretrained", "version": 1, "suite": cfg["suite"], "seed": cfg["seed"],
         "command": command, "reproduce": "gdp train --suite %s --out runs/pretrain --samples %d "
         "--seed %d%s" % (cfg["suite"], samples, cfg["seed"],
