@@ -5,7 +5,8 @@
 #   scripts/pretrain.sh --package RUN   package an existing `gdp train --suite` run only
 #
 # Training: GDP-batch over datasets/suites/pretrain.json (no holdout.json or pipedream.json
-# graph), seed 1, with the sample budget below (the shipped run's; the same seed and budget
+# graph), seed 1, with the sample budget below (the shipped run's; at the commit in its
+# pretrained.json the same seed and budget
 # give the same checkpoint). GDP_PRETRAIN_ARGS adds flags (e.g. "--expert 32");
 # GDP_PRETRAIN_COMMIT names the commit of the binary that trained a packaged run (default HEAD).
 # Packaging keeps config.json, the last checkpoint (parameters and Adam state), a state.json
@@ -14,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GDP=${GDP:-./build/gdp}
-SAMPLES=${GDP_PRETRAIN_SAMPLES:-40000}
+SAMPLES=${GDP_PRETRAIN_SAMPLES:-41760}
 OUT=models/gdp-pretrained
 
 if [ "${1:-}" = "--package" ]; then
