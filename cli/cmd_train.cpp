@@ -86,8 +86,9 @@ int cmd_train(int argc, char** argv) {
         "  --iterations N  stop after N iterations (the checkpoint lets --resume continue)\n"
         "  --resume DIR    continue a killed or stopped run to its budget\n"
         "  --quiet         no per-iteration lines\n"
-        "Under mpirun -np N (a build with MPI) GDP trains data-parallel: graph i of the suite\n"
-        "on rank i mod N, the ranks' gradients summed by MPI_Allreduce, rank 0 writes DIR.\n");
+        "Under mpirun -np N (a build with MPI) GDP trains data-parallel: the suite's graphs\n"
+        "split over the ranks by op count, their gradients summed by MPI_Allreduce, rank 0\n"
+        "writes DIR.\n");
     return 0;
   }
   if (!a.positional().empty()) throw UsageError("unexpected argument '" + a.positional()[0] + "'");

@@ -1,5 +1,5 @@
 // Data-parallel training across processes (OpenMPI, optional): GDP-batch pre-training splits a
-// suite's graphs over the ranks of MPI_COMM_WORLD (graph i on rank i mod N), and the ranks'
+// suite's graphs over the ranks of MPI_COMM_WORLD (balanced by op count), and the ranks'
 // gradients meet in an MPI_Allreduce before every update, so that every rank applies the same
 // update to the same parameters. Without MPI (or outside mpirun) this is one rank and every
 // call is a no-op. docs/ppo.md, "Pre-training across processes".

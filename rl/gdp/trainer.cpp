@@ -303,8 +303,20 @@ void Trainer::distribute() {
   if (iteration_ > 0) throw std::logic_error("Trainer::distribute: call it before the first step");
   rank_ = dist_rank();
   ranks_ = dist_size();
-  for (size_t gi = 0; gi < graphs_.size(); ++gi)
-    graphs_[gi].owned = static_cast<int>(gi % static_cast<size_t>(ranks_)) == rank_;
+  // Longest processing time first: the graphs by descending op count (ties: suite order),
+  // each to the rank with the fewest ops so far (ties: the lowest rank). Every rank computes
+  // the same assignment.
+  std::vector<size_t> order(graphs_.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  auto ops = [&](size_t i) { return graphs_[i].spec.graph->num_ops(); };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ops(a) > ops(b); });
+  std::vector<int64_t> load(static_cast<size_t>(ranks_), 0);
+  for (size_t gi : order) {
+    const size_t r = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    load[r] += ops(gi);
+    graphs_[gi].owner = static_cast<int>(r);
+    graphs_[gi].owned = static_cast<int>(r) == rank_;
+  }
 }
 
 double Trainer::wall_s() const {
@@ -729,7 +741,7 @@ void Trainer::restore_graph(const StrictJson& sj, const nlohmann::json& x, const
 void Trainer::sync_graphs(std::vector<IterationStats>& rows) {
   for (size_t gi = 0; gi < graphs_.size(); ++gi) {
     GraphState& g = graphs_[gi];
-    const int owner = static_cast<int>(gi % static_cast<size_t>(ranks_));
+    const int owner = g.owner;
     double packed[kRowFields];
     pack_row(rows[gi], packed);
     dist_broadcast(packed, kRowFields, owner);

@@ -113,10 +113,11 @@ class Trainer : public Learner {
           const Policy* init = nullptr, nn::Device device = nn::Device::cpu);
   ~Trainer() override;
 
-  // Data-parallel over the MPI ranks (rl/dist.h; `gdp train` under mpirun): graph i is this
-  // rank's when i mod ranks = rank; every rank gets every graph's rows and state after each
-  // step. Call before the first step (a no-op outside mpirun). Without it the trainer is one
-  // process's, also inside an MPI job (a `gdp suite run` worker's cell).
+  // Data-parallel over the MPI ranks (rl/dist.h; `gdp train` under mpirun): the graphs are
+  // split by op count (longest first, each to the least-loaded rank); every rank gets every
+  // graph's rows and state after each step. Call before the first step (a no-op outside mpirun).
+  // Without it the trainer is one process's, also inside an MPI job (a `gdp suite run` worker's
+  // cell).
   void distribute();
 
   // One iteration over every graph. Returns one row per graph.
@@ -167,7 +168,8 @@ class Trainer : public Learner {
     std::unique_ptr<place::Annealer> annealer;  // the expert step's search (built on first use)
     double anneal_t0 = 0;                       // its calibrated start temperature (0: not yet)
     Rng rng;            // this graph's sampling and proposals (GDP-batch; GDP-one uses rng_)
-    bool owned = true;  // this rank samples, simulates and differentiates it (rl/dist.h)
+    int owner = 0;      // the rank that samples, simulates and differentiates it (rl/dist.h)
+    bool owned = true;  // owner == this rank
   };
   Rng& rng_of(GraphState& st) { return graphs_.size() == 1 ? rng_ : st.rng; }
   // A graph's state for the checkpoint and for the ranks' exchange, and back.
@@ -188,7 +190,7 @@ class Trainer : public Learner {
   std::unique_ptr<nn::Adam> adam_;
   std::vector<GraphState> graphs_;
   Rng rng_;                   // minibatch order (and GDP-one's sampling)
-  int rank_ = 0, ranks_ = 1;  // rl/dist.h: graph i belongs to rank i mod ranks_
+  int rank_ = 0, ranks_ = 1;  // rl/dist.h: GraphState::owner
   int64_t iteration_ = 0;
   PhaseTimes times_;
   double wall_offset_s_ = 0;  // run seconds before a resume
