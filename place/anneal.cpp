@@ -310,10 +310,22 @@ class AnnealPlacer : public Placer {
       return run.has_best() ? run.best() : units.expand(start.units);
     }
     const double e0 = an.energy(start.step_s, start.units);
+    // The gate: a guide whose own best start is more than `gate` slower than the best start
+    // knows this problem less well than the start methods do; its moves are then uniform.
+    AnnealGuide guide = plan.guide;
+    std::string gate_note;
+    if (!guide.empty() && !plan.starts.empty() && std::isfinite(start.step_s) &&
+        !(start.guide_start_s <= start.step_s * (1 + plan.gate))) {
+      guide = AnnealGuide();
+      char g[160];
+      std::snprintf(g, sizeof g, "; guide off: its best start %.4g s is %.2fx the best start",
+                    start.guide_start_s, start.guide_start_s / start.step_s);
+      gate_note = g;
+    }
 
     // --- search ---
     const AnnealOutcome o =
-        an.search(run, c_, plan.guide, start, AnnealBudget{n, used(), run.budget().seconds}, rng);
+        an.search(run, c_, guide, start, AnnealBudget{n, used(), run.budget().seconds}, rng);
     char buf[320];
     std::snprintf(buf, sizeof buf,
                   "%s from %s (%.4g s) to %.4g s in %lld samples over %d units on %d "
@@ -322,7 +334,7 @@ class AnnealPlacer : public Placer {
                   o.best_energy >= kInvalid ? -1.0 : o.best_energy, static_cast<long long>(used()),
                   U, D, o.t0, static_cast<long long>(o.accepted),
                   static_cast<long long>(o.restarts));
-    run.set_note(buf + plan.note);
+    run.set_note(buf + plan.note + gate_note);
     return run.has_best() ? run.best() : units.expand(o.best);
   }
 
@@ -376,6 +388,10 @@ class AnnealPlacer : public Placer {
       if (t[k] < t[pick]) pick = k;
     s.from = ran[pick];
     s.step_s = t[pick];
+    // The guide's own starts come first: the best of them against the best start.
+    s.guide_start_s = std::numeric_limits<double>::infinity();
+    for (size_t k = 0; k < plan.starts.size(); ++k)
+      s.guide_start_s = std::min(s.guide_start_s, t[k]);
     for (int32_t u = 0; u < U; ++u) s.units[u] = cands[pick].device[units.first_op[u]];
     return s;
   }

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,6 +58,7 @@ struct AnnealStart {
   std::vector<int32_t> units;  // (U) device of each unit
   double step_s = 0;           // its simulated step time (+inf when invalid)
   std::string from;            // what it came from, for the note
+  double guide_start_s = 0;    // the best of a guide's own starts (+inf: none valid)
 };
 
 struct AnnealOutcome {
@@ -124,6 +126,9 @@ struct GuidePlan {
   std::vector<Placement> starts;  // simulated with the start methods (counted), best kept
   std::vector<std::string> start_names;
   std::string note;  // appended to the method's note
+  // The guide steers the moves only when the best of `starts` is within this relative margin
+  // of the best start (else the moves are uniform, and the note says so); +inf: always.
+  double gate = std::numeric_limits<double>::infinity();
 };
 using GuideFn = std::function<GuidePlan(Run& run, const Units& units)>;
 

@@ -4,7 +4,9 @@
 //   start: the best of the policy's greedy placement, `policy_samples` samples from it, and the
 //          anneal start methods (init_methods), each simulated and counted in the budget;
 //   moves: the anneal moves (place/anneal.h), where "move" and "scope" draw the new device of a
-//          unit from (1 - mix) policy + mix uniform.
+//          unit from (1 - mix) policy + mix uniform, when the policy's best start is within
+//          `gate` of the best start (else the policy knows the graph less well than the start
+//          methods, and the moves are uniform).
 // mix = 1 with policy_samples = 0 is plain anneal with the policy's greedy placement as one
 // more start.
 #include "rl/gdp/guided.h"
@@ -89,6 +91,11 @@ place::MethodInfo gdp_anneal_method() {
       "policy_samples", 16, 0, int64_t{1} << 20,
       "samples from the policy offered as starts beside its greedy placement (counted)"));
   opts.push_back(place::number_option(
+      "gate", 0.1, 0, 1e9,
+      "the policy steers the moves only if its best start is within this relative margin of "
+      "the best start (else uniform moves: a policy that places the graph worse than the "
+      "heuristics do); 1e9 = always"));
+  opts.push_back(place::number_option(
       "mix", 0.5, 0, 1,
       "weight of the uniform draw in the moves' device distribution ((1 - mix) policy + mix "
       "uniform); 1 = unguided moves"));
@@ -101,11 +108,14 @@ place::MethodInfo gdp_anneal_method() {
         const std::string checkpoint = resolve_checkpoint(o.string("checkpoint"), "gdp-anneal");
         const int64_t policy_samples = o.integer("policy_samples");
         const double mix = o.number("mix");
+        const double gate = o.number("gate");
         // Loaded now, so that a missing or corrupt checkpoint fails before anything runs.
         std::shared_ptr<const Policy> policy = load_policy(checkpoint);
-        place::GuideFn guide = [policy, checkpoint, policy_samples, mix](
+        place::GuideFn guide = [policy, checkpoint, policy_samples, mix, gate](
                                    place::Run& run, const place::Units& units) {
-          return policy_plan(*policy, run, units, policy_samples, mix, checkpoint);
+          place::GuidePlan plan = policy_plan(*policy, run, units, policy_samples, mix, checkpoint);
+          plan.gate = gate >= 1e9 ? std::numeric_limits<double>::infinity() : gate;
+          return plan;
         };
         return place::make_anneal_placer(std::move(c), std::move(guide), "gdp-anneal");
       }};

@@ -97,6 +97,13 @@ TEST_CASE("rl/gdp-anneal: a policy with all its mass on one placement starts the
   nlohmann::json mixed = opts;
   mixed["mix"] = 1.0;
   CHECK(guided(g, c, 300, mixed).report.best_step_s < r.report.best_step_s);
+  // Beside the start methods, whose placements are far better than the policy's, the gate
+  // turns the guide off; with the gate open (1e9) the guide stays on.
+  nlohmann::json gated = opts;
+  gated.erase("init_methods");
+  CHECK_THAT(guided(g, c, 120, gated).report.note, Contains("guide off"));
+  gated["gate"] = 1e9;
+  CHECK_THAT(guided(g, c, 120, gated).report.note, !Contains("guide off"));
 }
 
 TEST_CASE("rl/gdp-anneal: a missing, corrupt or mismatched checkpoint is a clear error",
