@@ -565,8 +565,6 @@ std::vector<IterationStats> Trainer::step() {
       row.reward_std = std::sqrt(v / K_on);
       row.signal_t = signal_t(host, b.actions, b.adv);
     }
-    row.iteration = iteration_;
-    row.graph = st.spec.name;
     row.local_samples += K_local;
     double sum = 0;
     int valid = 0;

@@ -13,6 +13,7 @@
 #include "place/registry.h"
 #include "rl/gdp/trainer.h"
 #include "rl/register.h"
+#include "rl/session.h"
 #include "sim/sim_fixtures.h"
 #include "test_paths.h"
 
@@ -62,6 +63,21 @@ inline rl::TrainConfig tiny_config() {
   c.explore.local_fraction = 0;
   c.ppo.baseline = rl::Baseline::mean;
   return c;
+}
+
+// A GDP-one session on one graph file on v100x2-nvlink: `config` (the tiny one by default),
+// checkpoints every 2 iterations, `samples` in the budget, seed 5.
+inline rl::SessionSpec one_graph_spec(const std::filesystem::path& graph_file, int64_t samples,
+                                      const rl::TrainConfig& config = tiny_config(),
+                                      uint64_t seed = 5) {
+  rl::SessionSpec s;
+  s.graph_path = graph_file.string();
+  s.cluster = "v100x2-nvlink";
+  s.config = config;
+  s.config.checkpoint_every = 2;
+  s.budget.samples = samples;
+  s.seed = seed;
+  return s;
 }
 
 // The built-in methods and rl's (gdp, hdp, placeto), built once.

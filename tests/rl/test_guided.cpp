@@ -29,14 +29,9 @@ fs::path tiny_run(const std::string& name, int32_t width = 8) {
   fs::create_directories(dir);
   const fs::path graph = dir / "g.json";
   write_graph_file(test::small_rnnlm(), graph.string());
-  rl::SessionSpec s;
-  s.graph_path = graph.string();
-  s.cluster = "v100x2-nvlink";
-  s.config = test::tiny_config();
-  s.config.policy.width = width;
-  s.budget.samples = 17;
-  s.seed = 3;
-  rl::train(s, (dir / "run").string());
+  rl::TrainConfig c = test::tiny_config();
+  c.policy.width = width;
+  rl::train(test::one_graph_spec(graph, 17, c, 3), (dir / "run").string());
   return dir / "run";
 }
 

@@ -229,13 +229,7 @@ TEST_CASE("rl/session: a run with every lever on resumes into the uninterrupted 
   fs::create_directories(dir);
   const fs::path graph = dir / "g.json";
   write_graph_file(test::small_rnnlm(), graph.string());
-  rl::SessionSpec s;
-  s.graph_path = graph.string();
-  s.cluster = "v100x2-nvlink";
-  s.config = lever_config();
-  s.config.checkpoint_every = 2;
-  s.budget.samples = 58;
-  s.seed = 5;
+  rl::SessionSpec s = test::one_graph_spec(graph, 58, lever_config());
   rl::train(s, (dir / "full").string());
   s.max_iterations = 3;
   rl::train(s, (dir / "part").string());
@@ -266,13 +260,8 @@ TEST_CASE("rl/session: a run written before the levers resumes as it was trained
   fs::create_directories(dir);
   const fs::path graph = dir / "g.json";
   write_graph_file(test::small_rnnlm(), graph.string());
-  rl::SessionSpec s;
-  s.graph_path = graph.string();
-  s.cluster = "v100x2-nvlink";
-  s.config = test::tiny_config();  // the levers off: what such a run trained with
-  s.config.checkpoint_every = 2;
-  s.budget.samples = 49;
-  s.seed = 5;
+  // The levers off (the tiny config): what such a run trained with.
+  rl::SessionSpec s = test::one_graph_spec(graph, 49);
   rl::train(s, (dir / "full").string());
   s.max_iterations = 3;
   rl::train(s, (dir / "part").string());

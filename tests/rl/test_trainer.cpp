@@ -44,17 +44,6 @@ double optimum(const Graph& g, const Cluster& c) {
   return best;
 }
 
-rl::SessionSpec one_graph_spec(const fs::path& graph_file, int64_t samples) {
-  rl::SessionSpec s;
-  s.graph_path = graph_file.string();
-  s.cluster = "v100x2-nvlink";
-  s.config = test::tiny_config();
-  s.config.checkpoint_every = 2;
-  s.budget.samples = samples;
-  s.seed = 5;
-  return s;
-}
-
 }  // namespace
 
 TEST_CASE("rl/gdp/trainer reaches the enumerated optimum of an 8-op graph on 2 devices", "[rl]") {
@@ -104,7 +93,7 @@ TEST_CASE("rl/session: a stopped run resumes into the uninterrupted one", "[rl]"
   fs::create_directories(dir);
   const fs::path graph = dir / "g.json";
   write_graph_file(test::small_rnnlm(), graph.string());
-  rl::SessionSpec s = one_graph_spec(graph, 65);  // the reference, then 8 iterations of 8
+  rl::SessionSpec s = test::one_graph_spec(graph, 65);  // the reference, then 8 iterations of 8
   rl::train(s, (dir / "full").string());
   s.max_iterations = 3;  // stops after iteration 3 (checkpoints at 2 and at the stop)
   rl::train(s, (dir / "part").string());
@@ -135,7 +124,7 @@ TEST_CASE("rl/gdp method: trains on the problem, or places zero-shot from a chec
   fs::create_directories(dir);
   const fs::path graph = dir / "g.json";
   write_graph_file(test::small_rnnlm(), graph.string());
-  rl::train(one_graph_spec(graph, 32), (dir / "run").string());
+  rl::train(test::one_graph_spec(graph, 32), (dir / "run").string());
   // A graph the policy never saw, with op types it may not know, on another cluster size.
   datasets::GenOptions o;
   o.layers = 2;
@@ -181,7 +170,7 @@ TEST_CASE("rl/bad configurations and checkpoints are clear errors that overwrite
   fs::create_directories(dir);
   const fs::path graph = dir / "g.json";
   write_graph_file(test::small_rnnlm(), graph.string());
-  const rl::SessionSpec s = one_graph_spec(graph, 16);
+  const rl::SessionSpec s = test::one_graph_spec(graph, 16);
   const std::string run = (dir / "run").string();
   rl::train(s, run);
   const std::string config_before = text_of(fs::path(run) / "config.json");
@@ -257,7 +246,7 @@ TEST_CASE("rl/session: GDP-batch over a suite, then fine-tuning from its policy"
   // (the run's own --config policy section is overridden by the init's).
   const fs::path graph = dir / "g.json";
   write_graph_file(test::small_rnnlm(), graph.string());
-  rl::SessionSpec f = one_graph_spec(graph, 16);
+  rl::SessionSpec f = test::one_graph_spec(graph, 16);
   f.init_dir = (dir / "pre").string();
   f.config.policy.width = 32;
   rl::train(f, (dir / "fine").string());
