@@ -50,11 +50,11 @@ TEST_CASE("place/baselines against the exhaustive optimum on tiny graphs", "[pla
   std::map<std::string, double> worst, sum;
   int cases = 0;
   for (uint64_t seed = 1; seed <= 12; ++seed) {
-    const int32_t n = 5 + static_cast<int32_t>(seed % 6);
-    const int devices = seed % 3 == 0 ? 3 : 2;
-    const Graph g = test::tiny_graph(seed, n);
-    const Cluster c = test::full_mesh(devices);
-    INFO("graph " << g.name << ", " << n << " ops on " << devices << " devices");
+    const test::TinyCase tc = test::tiny_case(seed);
+    const Graph& g = tc.graph;
+    const Cluster& c = tc.cluster;
+    const int devices = c.num_devices();
+    INFO("graph " << g.name << ", " << g.num_ops() << " ops on " << devices << " devices");
     const place::PlaceResult opt = run_method("exhaustive", g, c);
     const SimResult so = test::simulate(g, c, opt.placement);
     REQUIRE(so.valid);

@@ -48,11 +48,10 @@ place::PlaceResult guided(const Graph& g, const Cluster& c, int64_t samples,
 TEST_CASE("rl/gdp-anneal finds the exhaustive optimum on tiny graphs", "[rl][guided]") {
   const std::string ckpt = tiny_run("guided_optimum").string();
   for (uint64_t seed = 1; seed <= 12; ++seed) {
-    const int32_t n = 5 + static_cast<int32_t>(seed % 6);
-    const int devices = seed % 3 == 0 ? 3 : 2;
-    const Graph g = test::tiny_graph(seed, n);
-    const Cluster c = test::full_mesh(devices);
-    INFO("graph " << g.name << ", " << n << " ops on " << devices << " devices");
+    const test::TinyCase tc = test::tiny_case(seed);
+    const Graph& g = tc.graph;
+    const Cluster& c = tc.cluster;
+    INFO("graph " << g.name << ", " << g.num_ops() << " ops on " << c.num_devices() << " devices");
     const place::PlaceResult opt = test::run_method(rl_registry(), "exhaustive", g, c);
     const place::PlaceResult r = guided(g, c, 3000, {{"checkpoint", ckpt}});
     CHECK(r.report.samples <= 3000);
