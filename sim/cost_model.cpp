@@ -109,7 +109,7 @@ const std::unordered_map<std::string, OpClass>& exact_types() {
                           "embeddinglookup", "onehot",       "reverse",     "reversev2",
                           "broadcastto",     "flatten",      "view",        "permute",
                           "input",           "output",       "noop",        "upsample",
-                          "resize"})
+                          "resize",          "parameter"})
       t[s] = OpClass::memory;
     return t;
   }();
@@ -132,9 +132,189 @@ OpClass classify_normalized(const std::string& n) {
   return OpClass::other;
 }
 
+// PyTorch aten ops as gdp.torch writes them ("aten.<name>", docs/formats.md, "PyTorch
+// training graphs"): the name without leading/trailing underscores and without a
+// "_backward"/"_backward_data" suffix (a gradient costs like its forward op).
+const std::unordered_map<std::string, OpClass>& aten_types() {
+  static const std::unordered_map<std::string, OpClass> table = [] {
+    std::unordered_map<std::string, OpClass> t;
+    for (const char* s :
+         {"mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "addmv", "mv", "dot", "einsum"})
+      t[s] = OpClass::matmul;
+    for (const char* s : {"convolution", "conv2d", "conv1d", "conv3d", "conv_transpose2d"})
+      t[s] = OpClass::conv;
+    for (const char* s : {"add",
+                          "sub",
+                          "rsub",
+                          "mul",
+                          "div",
+                          "addcmul",
+                          "addcdiv",
+                          "neg",
+                          "relu",
+                          "relu6",
+                          "threshold",
+                          "gelu",
+                          "silu",
+                          "sigmoid",
+                          "tanh",
+                          "hardswish",
+                          "hardsigmoid",
+                          "hardtanh",
+                          "leaky_relu",
+                          "elu",
+                          "mish",
+                          "softplus",
+                          "exp",
+                          "expm1",
+                          "log",
+                          "log1p",
+                          "sqrt",
+                          "rsqrt",
+                          "pow",
+                          "abs",
+                          "sign",
+                          "reciprocal",
+                          "erf",
+                          "sin",
+                          "cos",
+                          "clamp",
+                          "clamp_min",
+                          "clamp_max",
+                          "maximum",
+                          "minimum",
+                          "where",
+                          "eq",
+                          "ne",
+                          "lt",
+                          "le",
+                          "gt",
+                          "ge",
+                          "logical_and",
+                          "logical_or",
+                          "logical_not",
+                          "masked_fill",
+                          "bernoulli",
+                          "native_dropout",
+                          "dropout",
+                          "lerp",
+                          "floor",
+                          "ceil",
+                          "round",
+                          "trunc",
+                          "uniform",
+                          "normal"})
+      t[s] = OpClass::elementwise;
+    for (const char* s : {"sum",
+                          "mean",
+                          "amax",
+                          "amin",
+                          "max",
+                          "min",
+                          "argmax",
+                          "argmin",
+                          "prod",
+                          "var",
+                          "std",
+                          "norm",
+                          "all",
+                          "any",
+                          "cumsum",
+                          "softmax",
+                          "log_softmax",
+                          "native_batch_norm",
+                          "native_batch_norm_legit",
+                          "native_layer_norm",
+                          "native_group_norm",
+                          "nll_loss_forward",
+                          "nll_loss",
+                          "nll_loss2d_forward",
+                          "max_pool2d_with_indices",
+                          "avg_pool2d",
+                          "adaptive_avg_pool2d",
+                          "adaptive_max_pool2d"})
+      t[s] = OpClass::reduction;
+    for (const char* s : {"cat",
+                          "stack",
+                          "clone",
+                          "copy",
+                          "to_copy",
+                          "contiguous",
+                          "constant_pad_nd",
+                          "roll",
+                          "index",
+                          "index_put",
+                          "index_select",
+                          "gather",
+                          "scatter",
+                          "scatter_add",
+                          "index_add",
+                          "slice",
+                          "select",
+                          "embedding",
+                          "embedding_dense",
+                          "new_zeros",
+                          "new_ones",
+                          "new_full",
+                          "zeros",
+                          "zeros_like",
+                          "ones",
+                          "ones_like",
+                          "full",
+                          "full_like",
+                          "fill",
+                          "zero",
+                          "lift_fresh_copy",
+                          "repeat",
+                          "flip",
+                          "tril",
+                          "triu",
+                          "upsample_nearest2d",
+                          "view",
+                          "reshape",
+                          "permute",
+                          "transpose",
+                          "expand",
+                          "t",
+                          "unsqueeze",
+                          "squeeze",
+                          "as_strided",
+                          "masked_select",
+                          "nonzero",
+                          "arange",
+                          "scalar_tensor"})
+      t[s] = OpClass::memory;
+    return t;
+  }();
+  return table;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() > suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// name: the part after "aten." / "aten::", e.g. "convolution_backward", "_softmax", "relu_".
+OpClass classify_aten(std::string name) {
+  while (!name.empty() && name.front() == '_') name.erase(0, 1);
+  while (!name.empty() && name.back() == '_') name.pop_back();
+  for (const char* suffix : {"_backward_data", "_backward_input", "_backward"}) {
+    if (ends_with(name, suffix)) {
+      name.resize(name.size() - std::string(suffix).size());
+      break;
+    }
+  }
+  const auto& table = aten_types();
+  auto it = table.find(name);
+  if (it != table.end()) return it->second;
+  return classify_normalized(normalize_type(name));
+}
+
 }  // namespace
 
 OpClass classify_op(const std::string& op_type) {
+  if (op_type.rfind("aten.", 0) == 0) return classify_aten(op_type.substr(5));
+  if (op_type.rfind("aten::", 0) == 0) return classify_aten(op_type.substr(6));
   std::string n = normalize_type(op_type);
   OpClass c = classify_normalized(n);
   // Gradient ops ("ReluGrad", "TanhGrad", "MatMul_grad") cost like their forward op.

@@ -65,6 +65,41 @@ TEST_CASE("sim/cost/classify_op maps common TensorFlow and PyTorch types", "[sim
   CHECK_FALSE(parse_op_class("reductions", &c));
 }
 
+TEST_CASE("sim/cost/classify_op maps aten ops as gdp.torch writes them", "[sim][cost]") {
+  CHECK(classify_op("aten.mm") == OpClass::matmul);
+  CHECK(classify_op("aten.addmm") == OpClass::matmul);
+  CHECK(classify_op("aten.bmm") == OpClass::matmul);
+  CHECK(classify_op("aten.convolution") == OpClass::conv);
+  CHECK(classify_op("aten.convolution_backward") == OpClass::conv);
+  CHECK(classify_op("aten.add") == OpClass::elementwise);
+  CHECK(classify_op("aten.add_") == OpClass::elementwise);  // in place: as the op it computes
+  CHECK(classify_op("aten.addcdiv") == OpClass::elementwise);
+  CHECK(classify_op("aten.threshold_backward") == OpClass::elementwise);
+  CHECK(classify_op("aten.hardswish_backward") == OpClass::elementwise);
+  CHECK(classify_op("aten.gelu_backward") == OpClass::elementwise);
+  CHECK(classify_op("aten.native_batch_norm") == OpClass::reduction);
+  CHECK(classify_op("aten.native_batch_norm_backward") == OpClass::reduction);
+  CHECK(classify_op("aten.native_layer_norm_backward") == OpClass::reduction);
+  CHECK(classify_op("aten._softmax") == OpClass::reduction);
+  CHECK(classify_op("aten._log_softmax_backward_data") == OpClass::reduction);
+  CHECK(classify_op("aten.max_pool2d_with_indices_backward") == OpClass::reduction);
+  CHECK(classify_op("aten._adaptive_avg_pool2d") == OpClass::reduction);
+  CHECK(classify_op("aten.nll_loss_forward") == OpClass::reduction);
+  CHECK(classify_op("aten.sum") == OpClass::reduction);
+  CHECK(classify_op("aten.mean") == OpClass::reduction);
+  CHECK(classify_op("aten.cat") == OpClass::memory);
+  CHECK(classify_op("aten.clone") == OpClass::memory);
+  CHECK(classify_op("aten.slice_backward") == OpClass::memory);
+  CHECK(classify_op("aten.constant_pad_nd") == OpClass::memory);
+  CHECK(classify_op("aten.index_put") == OpClass::memory);
+  CHECK(classify_op("aten::mm") == OpClass::matmul);
+  CHECK(classify_op("Parameter") == OpClass::memory);
+  CHECK(classify_op("Input") == OpClass::memory);
+  // An aten name outside the table falls back to the general rules, then to other.
+  CHECK(classify_op("aten.batch_norm_gather_stats") == OpClass::reduction);
+  CHECK(classify_op("aten.linalg_qr") == OpClass::other);
+}
+
 TEST_CASE("sim/cost/roofline numbers by hand", "[sim][cost]") {
   DeviceSpec dev = test_device("gpu0");
   SECTION("compute bound, max") {
