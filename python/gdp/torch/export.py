@@ -346,6 +346,9 @@ def save(graph: Dict[str, Any], path: str) -> None:
         with os.fdopen(fd, "w") as f:
             json.dump(graph, f, separators=(",", ":"))
             f.write("\n")
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a plain open() would not
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

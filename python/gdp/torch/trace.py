@@ -143,7 +143,7 @@ def _tensors(x: Any) -> List[torch.Tensor]:
     return []
 
 
-def default_loss(output: Any, target: Optional[torch.Tensor]) -> torch.Tensor:
+def default_loss(output: Any, target: Optional[torch.Tensor] = None) -> torch.Tensor:
     """Cross-entropy of the (first) output against `target`; without a target the mean of
     squares of every floating-point output (a stand-in that keeps the backward complete)."""
     outs = [t for t in _tensors(output) if t.is_floating_point()]
