@@ -3,7 +3,8 @@
 # apt-get when everything is already installed. Run as root (or with sudo available).
 set -euo pipefail
 pkgs=(build-essential cmake libeigen3-dev nlohmann-json3-dev catch2 libbenchmark-dev
-      libmetis-dev libglpk-dev openmpi-bin libopenmpi-dev python3 python3-matplotlib python3-torch python3-numpy libopenblas0-pthread clang-format)
+      libmetis-dev libglpk-dev openmpi-bin libopenmpi-dev python3 python3-matplotlib python3-torch python3-numpy
+      python3-dev pybind11-dev python3-torchvision libopenblas0-pthread clang-format)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

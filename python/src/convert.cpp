@@ -54,7 +54,13 @@ namespace {
 // obj as a C-contiguous int64 array of `ndim` dimensions; InputError when it is not integers.
 pb::array_t<int64_t> int_array(const pb::handle& obj, int ndim, const char* what) {
   pb::module_ np = pb::module_::import("numpy");
-  pb::array a = np.attr("asarray")(obj);
+  pb::array a;
+  try {
+    a = np.attr("asarray")(obj);
+  } catch (pb::error_already_set& e) {  // e.g. a ragged list
+    if (!e.matches(PyExc_ValueError) && !e.matches(PyExc_TypeError)) throw;
+    throw InputError(std::string(what) + ": not an array of device indices (" + e.what() + ")");
+  }
   const char kind = a.dtype().kind();
   // An empty list comes back as float64: an empty placement of any type is still empty.
   if (kind != 'i' && kind != 'u' && a.size() != 0)
