@@ -2,8 +2,11 @@
 same step run eagerly by PyTorch (forward, backward, torch.optim) for comparison.
 
 Each run executes the traced aten graph node by node (views and getitems untimed, values
-freed after their last use); an op's time is its median over the timed runs. CPU: wall
-time of the call; CUDA: CUDA events around the call on the current stream.
+freed after their last use); an op's time is its median over the timed runs. Clocks: on the
+CPU with one torch thread, the thread's CPU time (all the work is on the calling thread, and
+other processes preempting it on a shared machine do not count); with more threads, wall
+time; CUDA: CUDA events around the call on the current stream. The eager step is timed with
+the same clock.
 """
 
 from __future__ import annotations
@@ -33,6 +36,20 @@ def device_kind(device: torch.device) -> str:
     return name
 
 
+CLOCKS = ("auto", "thread", "wall")
+
+
+def pick_clock(clock: str, device: torch.device, threads: Optional[int]) -> Callable[[], float]:
+    """auto: the thread's CPU time on a one-thread CPU run, else wall time."""
+    if clock not in CLOCKS:
+        raise ValueError(f"clock: expected one of {', '.join(CLOCKS)}, got {clock!r}")
+    if clock == "auto":
+        clock = "thread" if device.type == "cpu" and threads == 1 else "wall"
+    if clock == "thread" and (device.type != "cpu" or threads != 1):
+        raise ValueError("clock 'thread' measures a one-thread CPU run only (threads=1, cpu)")
+    return time.thread_time if clock == "thread" else time.perf_counter
+
+
 def _to(x: Any, device: torch.device) -> Any:
     return x.detach().clone().to(device) if isinstance(x, torch.Tensor) else x
 
@@ -50,7 +67,7 @@ def _last_uses(nodes: List[fx.Node]) -> Dict[fx.Node, List[fx.Node]]:
 
 
 def _run_once(gm: fx.GraphModule, args: List[torch.Tensor], timed: Dict[str, List[float]],
-              device: torch.device, record: bool) -> None:
+              device: torch.device, record: bool, now: Callable[[], float]) -> None:
     nodes = list(gm.graph.nodes)
     frees = _last_uses(nodes)
     env: Dict[fx.Node, Any] = {}
@@ -78,9 +95,9 @@ def _run_once(gm: fx.GraphModule, args: List[torch.Tensor], timed: Dict[str, Lis
                 if record:
                     timed[n.name].append((start, end))
             else:
-                t0 = time.perf_counter()
+                t0 = now()
                 env[n] = n.target(*a, **k)
-                t1 = time.perf_counter()
+                t1 = now()
                 if record:
                     timed[n.name].append(t1 - t0)
         for v in frees.get(n, ()):
@@ -93,17 +110,19 @@ def _run_once(gm: fx.GraphModule, args: List[torch.Tensor], timed: Dict[str, Lis
 
 
 def measure(exported: Exported, device: str = "cpu", runs: int = 3, warmup: int = 1,
-            threads: Optional[int] = 1) -> Dict[str, Any]:
+            threads: Optional[int] = 1, clock: str = "auto") -> Dict[str, Any]:
     """Runs the traced step `warmup + runs` times on `device` and writes each op's median
     time into exported.graph as `measured` [{device_kind, time_s}] (parameter and input ops:
     0 s, they execute nothing). threads: torch's CPU threads during the runs (1: one gdp
-    "cpu" device is one thread). Returns {"device_kind", "ops_s" (the sum), "runs"}."""
+    "cpu" device is one thread). clock: see the module's doc. Returns {"device_kind",
+    "ops_s" (the sum), "runs", "clock"}."""
     if runs < 1 or warmup < 0:
         raise ValueError(f"measure: expected runs >= 1 and warmup >= 0, got {runs}, {warmup}")
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError("measure: device cuda requested but torch.cuda.is_available() is false")
     kind = device_kind(dev)
+    now = pick_clock(clock, dev, threads)
     gm = exported.traced.graph_module
     computing = {n.name for n in gm.graph.nodes
                  if n.op == "call_function" and n.name in exported.node_op}
@@ -115,7 +134,7 @@ def measure(exported: Exported, device: str = "cpu", runs: int = 3, warmup: int 
         torch.manual_seed(0)
         for r in range(warmup + runs):
             timed = {name: [] for name in computing}
-            _run_once(gm, args, timed, dev, record=True)
+            _run_once(gm, args, timed, dev, record=True, now=now)
             if r == 0:
                 samples = {name: [] for name in computing}
             if r >= warmup:
@@ -135,7 +154,8 @@ def measure(exported: Exported, device: str = "cpu", runs: int = 3, warmup: int 
     for op in ops:
         if op["id"] not in timed_ids:  # Parameter, Input: no work
             _set_measured(op, kind, 0.0)
-    return {"device_kind": kind, "ops_s": total, "runs": runs}
+    return {"device_kind": kind, "ops_s": total, "runs": runs,
+            "clock": "thread" if now is time.thread_time else "wall"}
 
 
 def _set_measured(op: Dict[str, Any], kind: str, t: float) -> None:
@@ -147,14 +167,16 @@ def _set_measured(op: Dict[str, Any], kind: str, t: float) -> None:
 def eager_step_time(model: torch.nn.Module, example_inputs: Any, target=None,
                     loss: Optional[Callable] = None, optimizer: str = "adam",
                     device: str = "cpu", runs: int = 5, warmup: int = 2,
-                    threads: Optional[int] = 1) -> float:
-    """Median wall time of one eager PyTorch training step (zero_grad, forward, loss,
-    backward, torch.optim step) of a copy of `model`, as a user's training loop runs it."""
+                    threads: Optional[int] = 1, clock: str = "auto") -> float:
+    """Median time of one eager PyTorch training step (zero_grad, forward, loss, backward,
+    torch.optim step) of a copy of `model`, as a user's training loop runs it; the clock as
+    measure()'s."""
     import copy
 
     from .trace import ADAM_DEFAULTS, SGD_DEFAULTS, _as_tuple, default_loss
 
     dev = torch.device(device)
+    now = pick_clock(clock, dev, threads)
     m = copy.deepcopy(model).to(dev).train()
     xs = tuple(_to(x, dev) for x in _as_tuple(example_inputs))
     tgt = _to(target, dev) if target is not None else None
@@ -173,7 +195,7 @@ def eager_step_time(model: torch.nn.Module, example_inputs: Any, target=None,
         for r in range(warmup + runs):
             if dev.type == "cuda":
                 torch.cuda.synchronize(dev)
-            t0 = time.perf_counter()
+            t0 = now()
             opt.zero_grad(set_to_none=True)
             out = m(*xs)
             value = loss_fn(out, tgt) if tgt is not None else loss_fn(out)
@@ -182,7 +204,7 @@ def eager_step_time(model: torch.nn.Module, example_inputs: Any, target=None,
             if dev.type == "cuda":
                 torch.cuda.synchronize(dev)
             if r >= warmup:
-                times.append(time.perf_counter() - t0)
+                times.append(now() - t0)
     finally:
         torch.set_num_threads(old_threads)
     return statistics.median(times)
