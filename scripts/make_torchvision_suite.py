@@ -56,7 +56,8 @@ def suite_json(out_dir, suite_path):
 
 def write_suite(suite, path):
     lines = ["{"]
-    lines.append(f'  "format": "gdp-suite",\n  "version": 1,\n  "name": {json.dumps(suite["name"])},')
+    lines.append('  "format": "gdp-suite",\n  "version": 1,')
+    lines.append(f'  "name": {json.dumps(suite["name"])},')
     lines.append(f'  "description": {json.dumps(suite["description"])},')
     lines.append('  "entries": [')
     rows = [f"    {json.dumps(e)}" for e in suite["entries"]]
@@ -84,8 +85,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default="", help="comma-separated subset (default: all eight)")
     ap.add_argument("--out-dir", default=os.path.join(ROOT, "runs", "torchvision"))
-    ap.add_argument("--suite", default=os.path.join(ROOT, "datasets", "suites", "torchvision.json"))
-    ap.add_argument("--gdp", default="", help="gdp binary: check every graph with info and simulate")
+    ap.add_argument("--suite",
+                    default=os.path.join(ROOT, "datasets", "suites", "torchvision.json"))
+    ap.add_argument("--gdp", default="",
+                    help="gdp binary: check every graph with info and simulate")
     args = ap.parse_args(argv)
 
     sys.path.insert(0, os.path.join(ROOT, "python"))
@@ -111,7 +114,8 @@ def main(argv=None):
                 f"{params / 1e6:6.2f}M parameters, {time.perf_counter() - t0:5.1f} s -> {path}")
         if args.gdp:
             step, valid, reason = check(args.gdp, path, cluster)
-            line += f"; human on {cluster}: " + (f"{step:.4f} s" if valid else f"invalid ({reason})")
+            line += f"; human on {cluster}: "
+            line += f"{step:.4f} s" if valid else f"invalid ({reason})"
         print(line, flush=True)
     if len(wanted) == len(ENTRIES):
         write_suite(suite_json(args.out_dir, args.suite), args.suite)

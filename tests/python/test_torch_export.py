@@ -14,8 +14,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_torch_support as support  # noqa: E402
 
 support.require_torch()
-import torch  # noqa: E402
-
 import gdp.torch as gt  # noqa: E402
 
 # torchvision's table: ResNet-50 4.09 GFLOPS per 224x224 image, counted as multiply-adds;
@@ -104,8 +102,8 @@ class ExportTest(unittest.TestCase):
                     if op["scope"] == "layer1/0/conv1" and op["type"] == "aten.convolution")
         self.assertEqual(conv["outputs"][0]["shape"], [4, 64, 16, 16])
         self.assertEqual(conv["flops"], 2 * 4 * 16 * 16 * 64 * 64 * 9)
-        back = next(op for op in self.r18["ops"]
-                    if op["scope"] == "layer1/0/conv1" and op["type"] == "aten.convolution_backward")
+        back = next(op for op in self.r18["ops"] if op["scope"] == "layer1/0/conv1"
+                    and op["type"] == "aten.convolution_backward")
         self.assertEqual(back["flops"], 2 * conv["flops"])  # grad input + grad weight, no bias
         fc = next(op for op in self.r18["ops"] if op["type"] == "aten.addmm")
         self.assertEqual(fc["flops"], 2 * 4 * 512 * 1000 + 4 * 1000)

@@ -34,10 +34,10 @@ def require_torch(torchvision=True):
             skip(f"torchvision is not installed for {sys.executable} "
                  f"(Debian: python3-torchvision): {e}")
     try:
-        import functorch  # noqa: F401
+        import functorch  # noqa: F401  (PyTorch 1.13)
     except ImportError:
         try:
-            import torch.func  # noqa: F401
+            import torch.func  # noqa: F401  (PyTorch >= 2.0)
         except ImportError as e:
             skip(f"this PyTorch has neither functorch nor torch.func: {e}")
 

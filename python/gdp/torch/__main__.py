@@ -61,7 +61,7 @@ def parse_args(argv):
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
-        import torch  # noqa: F401
+        import torch  # noqa: F401  (present, before anything else imports it)
     except ImportError:
         print("gdp.torch: PyTorch is not installed (Debian: python3-torch)", file=sys.stderr)
         return 1
@@ -139,8 +139,9 @@ def print_summary(s: dict) -> None:
         print(f"unknown ops priced as memory-bound: {s['unknown_ops']}")
     if "measured" in s:
         m = s["measured"]
-        print(f"measured    {m['device_kind']} ({m['clock']} clock): sum of op times {m['ops_sum_s']:.6g} s; eager "
-              f"PyTorch step {m['eager_step_s']:.6g} s (ratio {m['ops_sum_over_eager']:.3f})")
+        print(f"measured    {m['device_kind']} ({m['clock']} clock): sum of op times "
+              f"{m['ops_sum_s']:.6g} s; eager PyTorch step {m['eager_step_s']:.6g} s "
+              f"(ratio {m['ops_sum_over_eager']:.3f})")
     print(f"traced in   {s['export_s']} s")
 
 

@@ -16,8 +16,8 @@ import torch
 import torch.fx as fx
 
 from . import costs
-from .costs import COMPUTE, FREE, VIEW, OpCall, Rule, TensorInfo
-from .trace import BUFFER, INPUT, PARAM, STATE, TARGET, TracedStep, TraceError, trace_training_step
+from .costs import FREE, VIEW, OpCall, TensorInfo
+from .trace import BUFFER, PARAM, STATE, TracedStep, trace_training_step
 
 
 class ExportError(ValueError):
@@ -178,7 +178,6 @@ def from_traced(traced: TracedStep, name: str, unknown_ops: str = "error") -> Ex
             raise ExportError(f"{name}: node {n.name} is used before it is defined")
         return refs[key]
 
-    param_of_state = {p.name: p.param for p in traced.placeholders if p.role == STATE}
     for ph, n in zip(traced.placeholders, placeholders):
         info = _node_info(n)
         if info is None:
@@ -200,7 +199,6 @@ def from_traced(traced: TracedStep, name: str, unknown_ops: str = "error") -> Ex
         i = add_op(op)
         node_op[n.name] = i
         refs[(n.name, -1)] = _Ref(i, 0, info, info.bytes)
-    del param_of_state
 
     # Tuple outputs of a node: the getitem users, in index order.
     tuple_users: Dict[str, Dict[int, fx.Node]] = {}
@@ -296,9 +294,10 @@ def from_traced(traced: TracedStep, name: str, unknown_ops: str = "error") -> Ex
                 b = refs[base]
                 refs[base] = _Ref(i, 0, b.info, b.source_bytes)
 
+    edge_order = sorted(edges.items(), key=lambda e: (e[0][2], e[0][0], e[0][1]))  # by dst
     graph = {"format": "gdp-graph", "version": 2, "name": name, "ops": [],
              "edges": [{"src": s, "dst": d, "output": o, "bytes": b}
-                       for (s, o, d), b in sorted(edges.items(), key=lambda e: (e[0][2], e[0][0], e[0][1]))]}
+                       for (s, o, d), b in edge_order]}
     key_order = ["id", "name", "type", "scope", "phase", "outputs", "flops", "bytes_accessed",
                  "param_bytes", "optimizer_bytes", "param_dtype", "colocation"]
     graph["ops"] = [{k: op[k] for k in key_order if k in op} for op in ops]

@@ -45,7 +45,8 @@ def torchvision_case(name: str, batch: int, image_size: int, seed: int = 0,
     try:
         import torchvision
     except ImportError as e:
-        raise ModelSpecError("torchvision:NAME needs torchvision (Debian: python3-torchvision)") from e
+        raise ModelSpecError(
+            "torchvision:NAME needs torchvision (Debian: python3-torchvision)") from e
     builders = {n for n in dir(torchvision.models) if not n.startswith("_")
                 and callable(getattr(torchvision.models, n)) and n.islower()
                 and n not in ("get_model", "get_weight", "list_models", "get_model_weights",
