@@ -35,9 +35,13 @@ try:
     from . import _core
 except ImportError as _e:  # not built: keep the package importable
     _core = None
-    _import_error = _e
+    # A module that is there but does not load (another Python version, a missing library)
+    # says why; a missing one needs no more words.
+    _here = _os.path.dirname(__file__)
+    _built = any(f.startswith("_core.") for f in _os.listdir(_here))
+    _import_error = f" ({_e})" if _built else ""
 else:
-    _import_error = None
+    _import_error = ""
     for _name in dir(_core):
         if not _name.startswith("_"):
             globals()[_name] = getattr(_core, _name)
@@ -61,5 +65,5 @@ def __getattr__(name):
     # Reached only for names not defined above: with no compiled module, every binding.
     # Submodules (env, torch) stay AttributeErrors so that `from gdp import torch` imports it.
     if _core is None and not name.startswith("__") and not _is_submodule(name):
-        raise ImportError(f"gdp.{name}: {_MISSING_MESSAGE} ({_import_error})")
+        raise ImportError(f"gdp.{name}: {_MISSING_MESSAGE}{_import_error}")
     raise AttributeError(f"module 'gdp' has no attribute '{name}'")

@@ -17,8 +17,12 @@ actions at once on every core. No gymnasium dependency: the API follows it (``re
 
 import numpy as np
 
-from . import _core as _missing_check  # noqa: F401  (ImportError when not built)
-from . import Graph, Simulator, features, load_graph, reference, rewards, units
+from . import _MISSING_MESSAGE, have_core
+
+if not have_core():
+    raise ImportError(f"gdp.env: {_MISSING_MESSAGE}")
+
+from . import Graph, Simulator, features, load_graph, reference, rewards, units  # noqa: E402
 
 __all__ = ["PlacementEnv", "UnitActionSpace"]
 

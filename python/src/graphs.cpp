@@ -303,7 +303,8 @@ void bind_graphs(pb::module_& m) {
           d["cluster"] = std::make_shared<Cluster>(std::move(x.cluster));
           d["cluster_name"] = x.cluster_name;
           pb::dict pl;
-          for (const auto& [label, p] : x.placements) pl[pb::str(label)] = to_array(p.device);
+          for (const auto& [label, placement] : x.placements)
+            pl[pb::str(label)] = to_array(placement.device);
           d["placements"] = pl;
           r.append(d);
         }
