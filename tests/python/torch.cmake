@@ -1,6 +1,6 @@
 # The gdp.torch tests (the PyTorch importer, pure Python): included by CMakeLists.txt here.
 # Each is skipped (exit 77) where PyTorch or torchvision is missing, and says so.
-foreach(t export coverage measure)
+foreach(t export coverage flops measure)
   add_test(NAME python/torch-${t}
            COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/test_torch_${t}.py
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
