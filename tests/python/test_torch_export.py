@@ -119,6 +119,18 @@ class ExportTest(unittest.TestCase):
         self.assertEqual(json.dumps(graphs[0], sort_keys=True),
                          json.dumps(graphs[1], sort_keys=True))
 
+    def test_export_leaves_the_model_as_it_was(self):
+        import torch
+
+        for mode in ("fake", "real"):
+            c = gt.torchvision_case("resnet18", 2, 32)
+            c.model.eval()
+            before = {k: v.clone() for k, v in c.model.state_dict().items()}
+            gt.export(c.model, c.example_inputs, c.loss, c.target, tracing_mode=mode)
+            after = c.model.state_dict()
+            self.assertTrue(all(torch.equal(before[k], after[k]) for k in before), mode)
+            self.assertFalse(c.model.training, mode)
+
     def test_graph_loads_and_simulates(self):
         for placement in ("single", "human"):
             r = support.simulate_json(self.r18_path, "v100x2-nvlink", placement)

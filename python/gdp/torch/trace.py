@@ -228,7 +228,6 @@ def trace_training_step(
     inputs = _as_tuple(example_inputs)
     loss_fn = loss if loss is not None else default_loss
 
-    model.train()
     named_params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     if not named_params:
         raise TraceError("the model has no trainable parameters (requires_grad)")
@@ -292,15 +291,22 @@ def trace_training_step(
 
     if tracing_mode == "fake":
         ensure_meta_kernels()
+    # A real trace runs the step: on copies, so that the model's weights, buffers and the
+    # caller's tensors are left as they were (the update writes in place).
+    trace_args = [a.clone() for a in args] if tracing_mode == "real" else args
+    was_training = model.training
+    model.train()
     try:
         with tagger.active():
-            gm = proxy_tensor.make_fx(step, tracing_mode=tracing_mode)(*args)
+            gm = proxy_tensor.make_fx(step, tracing_mode=tracing_mode)(*trace_args)
             tagger.tag_pending("")
     except TraceError:
         raise
     except Exception as e:  # the model's own code failed under tracing
         raise TraceError(f"the training step of {type(model).__name__} does not trace: "
                          f"{type(e).__name__}: {e}") from e
+    finally:
+        model.train(was_training)
     return TracedStep(gm, placeholders, args, optimizer,
                       {n: _module_of(n) for n in param_names})
 
