@@ -191,6 +191,7 @@ def eager_step_time(model: torch.nn.Module, example_inputs: Any, target=None,
     if threads is not None and dev.type == "cpu":
         torch.set_num_threads(threads)
     times = []
+    torch.manual_seed(0)  # dropout and other random ops of the model
     try:
         for r in range(warmup + runs):
             if dev.type == "cuda":
