@@ -124,6 +124,21 @@ void BM_SimStepTime_50k_blocked(benchmark::State& state) {
 }
 BENCHMARK(BM_SimStepTime_50k_blocked)->Unit(benchmark::kMillisecond);
 
+// The opposite extreme: op k in topological order on device k mod 8 (`--placement
+// round-robin`), so nearly every edge is a transfer.
+void BM_SimStepTime_50k_roundrobin(benchmark::State& state) {
+  Fixture& f = fixture();
+  Placement p{std::vector<int32_t>(f.graph.num_ops())};
+  const auto& topo = f.graph.topo_order();
+  for (size_t k = 0; k < topo.size(); ++k)
+    p.device[topo[k]] = static_cast<int32_t>(k % f.cluster.num_devices());
+  auto st = f.sim->make_state();
+  double sink = 0;
+  for (auto _ : state) sink += f.sim->step_time(p, *st);
+  benchmark::DoNotOptimize(sink);
+}
+BENCHMARK(BM_SimStepTime_50k_roundrobin)->Unit(benchmark::kMillisecond);
+
 void BM_SimStepTime_gnmt8_human(benchmark::State& state) {
   static const Graph g = datasets::generate("gnmt", datasets::GenOptions{});
   static const Cluster c = make_cluster_preset("v100x8-nvlink");

@@ -1,4 +1,8 @@
-// The simulator's event calendar: a tournament tree over a fixed set of event sources (each
+// The simulator's event calendars. Each source (a device, a directed link) has at most one
+// pending event; the next event is the earliest, ties to the lower source index, so that
+// simultaneous events are processed in a fixed order: devices by index, then links by id.
+//
+// EventTree: a tournament tree over a fixed set of event sources (each
 // device and each directed link has at most one pending event). Each node holds the winning
 // (time, source) of its subtree, so the next event is the root and rescheduling a source is
 // one walk to the root with one sibling load and one integer comparison per level: times
@@ -7,6 +11,9 @@
 // order: devices by index, then links by id.
 #pragma once
 
+#include <emmintrin.h>
+
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <limits>
@@ -40,7 +47,8 @@ class EventTree {
   int32_t top_source() const { return src_[1]; }
   double top_time() const { return std::bit_cast<double>(key_[1]); }
   // Sets (t >= 0) or cancels (t = kNone) the pending event of source s.
-  void set(int32_t s, double t) {
+  // (Always inlined: it runs twice per op in the simulator's loop.)
+  __attribute__((always_inline)) void set(int32_t s, double t) {
     uint64_t* const key = key_.data();
     int32_t* const srcs = src_.data();
     uint64_t k = std::bit_cast<uint64_t>(t);
@@ -67,6 +75,115 @@ class EventTree {
   int32_t m_ = 1;                                               // leaves (power of two)
   std::vector<uint64_t> key_;  // (2m) time bits of the subtree's winner; root at 1
   std::vector<int32_t> src_;   // (2m) its source; leaves at m + s
+};
+
+// ScanCalendar: the same order over few sources (the devices of a cluster) as a plain array of
+// times whose earliest is cached; set() keeps the cache unless it delays the cached source,
+// and the next query rescans. A simulated op end costs one rescan instead of two tree walks.
+class ScanCalendar {
+ public:
+  static constexpr double kNone = EventTree::kNone;
+
+  void init(int32_t num_sources) {
+    t_.assign(static_cast<size_t>((num_sources + 1) / 2 * 2), kNone);  // even, for rescan()
+    clear();
+  }
+  void clear() {
+    std::fill(t_.begin(), t_.end(), kNone);
+    min_t_ = kNone;
+    min_s_ = 0;
+    valid_ = true;
+  }
+  double top_time() {
+    if (!valid_) rescan();
+    return min_t_;
+  }
+  int32_t top_source() {
+    if (!valid_) rescan();
+    return min_s_;
+  }
+  __attribute__((always_inline)) void set(int32_t s, double t) {
+    t_[static_cast<size_t>(s)] = t;
+    if (!valid_) return;
+    if (t < min_t_ || (t == min_t_ && s < min_s_)) {
+      min_t_ = t;
+      min_s_ = s;
+    } else if (s == min_s_) {
+      valid_ = false;  // the earliest source moved later
+    }
+  }
+
+ private:
+  // Two doubles at a time (SSE2): the earliest time, then its first source. Times are
+  // non-negative or +inf (never NaN), so minpd and ==  order them exactly.
+  void rescan() {
+    const double* t = t_.data();
+    const int32_t n = static_cast<int32_t>(t_.size());  // even (padded with kNone)
+    __m128d m = _mm_set1_pd(kNone);
+    for (int32_t s = 0; s < n; s += 2) m = _mm_min_pd(m, _mm_loadu_pd(t + s));
+    m = _mm_min_pd(m, _mm_unpackhi_pd(m, m));
+    min_t_ = _mm_cvtsd_f64(m);
+    m = _mm_unpacklo_pd(m, m);
+    min_s_ = 0;
+    for (int32_t s = 0; s < n; s += 2) {
+      const int mask = _mm_movemask_pd(_mm_cmpeq_pd(_mm_loadu_pd(t + s), m));
+      if (mask) {
+        min_s_ = s + (mask & 1 ? 0 : 1);
+        break;
+      }
+    }
+    valid_ = true;
+  }
+  std::vector<double> t_;  // (sources) pending event time, kNone when idle
+  double min_t_ = kNone;
+  int32_t min_s_ = 0;
+  bool valid_ = true;
+};
+
+// The devices' calendar: a scan for the few devices of a machine, a tree beyond kScanMax.
+class DeviceCalendar {
+ public:
+  static constexpr double kNone = EventTree::kNone;
+  static constexpr int32_t kScanMax = 16;
+  void init(int32_t num_sources) {
+    scan_ = num_sources <= kScanMax;
+    if (scan_)
+      scan_cal_.init(num_sources);
+    else
+      tree_.init(num_sources);
+  }
+  void clear() { scan_ ? scan_cal_.clear() : tree_.clear(); }
+  double top_time() { return scan_ ? scan_cal_.top_time() : tree_.top_time(); }
+  int32_t top_source() { return scan_ ? scan_cal_.top_source() : tree_.top_source(); }
+  __attribute__((always_inline)) void set(int32_t s, double t) {
+    if (scan_)
+      scan_cal_.set(s, t);
+    else
+      tree_.set(s, t);
+  }
+
+ private:
+  bool scan_ = true;
+  ScanCalendar scan_cal_;
+  EventTree tree_;
+};
+
+// LinkTree: the links' calendar, an EventTree used as a queue of the busy links' next events
+// (a link's event changes only when it is the top, or when an idle link gets one). Measured
+// faster than a binary heap of the busy links, whose compares mispredict.
+class LinkTree {
+ public:
+  void init(int32_t num_links) { tree_.init(num_links); }
+  void clear() { tree_.clear(); }
+  bool empty() const { return tree_.empty(); }
+  double top_time() const { return tree_.top_time(); }
+  int32_t top_link() const { return tree_.top_source(); }
+  __attribute__((always_inline)) void push(double t, int32_t l) { tree_.set(l, t); }
+  __attribute__((always_inline)) void pop() { tree_.set(tree_.top_source(), EventTree::kNone); }
+  __attribute__((always_inline)) void replace_top(double t) { tree_.set(tree_.top_source(), t); }
+
+ private:
+  EventTree tree_;
 };
 
 }  // namespace gdp

@@ -2,6 +2,7 @@
 // SimState so that simulations allocate nothing after the first call.
 #include "sim/sim_program.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <unordered_map>
@@ -69,7 +70,7 @@ SimProgram::SimProgram(const Graph& g, const Cluster& c, const CostModel& cost, 
   std::vector<int32_t> cons_ptr(num_tensors + 1, 0);
   for (const Edge& e : edges) cons_ptr[tensor_ptr[e.src] + e.src_output + 1]++;
   for (int32_t t = 0; t < num_tensors; ++t) cons_ptr[t + 1] += cons_ptr[t];
-  cons_op.assign(num_edges, 0);
+  cons.assign(num_edges, ConsEdge{0, 0});
   std::vector<int32_t> cons_of_edge(num_edges, 0), fill(cons_ptr.begin(), cons_ptr.end() - 1);
   for (int32_t e = 0; e < num_edges; ++e) {
     const Edge& ed = edges[e];
@@ -77,10 +78,13 @@ SimProgram::SimProgram(const Graph& g, const Cluster& c, const CostModel& cost, 
       throw InputError("simulator: an edge into op '" + ops[ed.dst].name + "' has negative bytes");
     int32_t t = tensor_ptr[ed.src] + ed.src_output;
     int32_t slot = fill[t]++;
-    cons_op[slot] = ed.dst;
+    cons[slot] = ConsEdge{ed.dst, t};
     cons_of_edge[e] = slot;
     xfer_bytes[t] = std::max(xfer_bytes[t], ed.bytes);
   }
+
+  out_ptr.assign(num_ops + 1, 0);
+  for (int32_t i = 0; i <= num_ops; ++i) out_ptr[i] = cons_ptr[tensor_ptr[i]];
 
   // Input slots per op, in the graph's in-edge order.
   in_degree.assign(num_ops, 0);
@@ -136,6 +140,33 @@ SimProgram::SimProgram(const Graph& g, const Cluster& c, const CostModel& cost, 
       op_time[k * num_ops + i] = t;
     }
   }
+  num_classes = static_cast<int32_t>(class_rep.size());
+
+  // Bounds for the fast paths. The bytes an op can add to its device: resident, outputs and
+  // temporaries, and each input slot's tensor (a transfer to the device holds at most that).
+  mem_bound.assign(num_ops, 0);
+  mem_bound_total = 0;
+  for (int32_t i = 0; i < num_ops; ++i) {
+    int64_t b = param_bytes[i] + alloc_bytes[i];
+    for (int32_t s = in_ptr[i]; s < in_ptr[i + 1]; ++s) b += xfer_bytes[in_tensor[s]];
+    mem_bound[i] = b;
+    mem_bound_total += b;
+  }
+  // Longest chain after each op, at the fastest class (reverse topological order).
+  tail_s.assign(num_ops, 0.0);
+  for (int32_t k = num_ops - 1; k >= 0; --k) {
+    const int32_t i = topo[k];
+    double best = 0;
+    for (int32_t e = cons_ptr[tensor_ptr[i]]; e < cons_ptr[tensor_ptr[i + 1]]; ++e) {
+      const int32_t c = cons[e].op;
+      double tc = op_time[c];
+      for (int32_t cls = 1; cls < num_classes; ++cls)
+        tc = std::min(tc, op_time[static_cast<size_t>(cls) * num_ops + c]);
+      best = std::max(best, tc + tail_s[c]);
+    }
+    tail_s[i] = best;
+  }
+
   capacity_bytes.assign(num_devices, 0);
   for (int32_t d = 0; d < num_devices; ++d) capacity_bytes[d] = cluster.devices[d].memory_bytes;
 
@@ -183,10 +214,10 @@ SimState::SimState(const SimProgram& p) {
   edge_xfer.assign(p.num_edges, -1);
   xfers.assign(p.num_edges, Xfer{});
   ready.resize(D);
-  qhead.assign(D, -1);
-  qtail.assign(D, -1);
-  qnext.assign(N, -1);
-  batch.reserve(N);
+  q.assign(N, 0);
+  q_head.assign(D, 0);
+  q_tail.assign(D, 0);
+  q_inst.assign(D, 0);
   for (auto& h : ready) h.reserve(64);
   running.assign(D, -1);
   last_op.assign(D, -1);
@@ -197,7 +228,7 @@ SimState::SimState(const SimProgram& p) {
   dev_ops.assign(D, 0);
   stamp.assign(D, -1);
   stamp_xfer.assign(D, -1);
-  dirty.reserve(D);
+  dirty.assign(D, 0);
   is_dirty.assign(D, 0);
   link_free_s.assign(L, 0);
   link_head.assign(L, -1);
@@ -207,6 +238,8 @@ SimState::SimState(const SimProgram& p) {
   dev_events.init(D);
   link_events.init(L);
   limit_bytes.assign(D, 0);
+  bound_bytes.assign(D, 0);
+  work_left_s.assign(D, 0);
 }
 
 }  // namespace gdp

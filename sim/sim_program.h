@@ -25,6 +25,12 @@ struct InSlot {
   int32_t tensor;  // tensor read
   int32_t edge;    // its consumer-edge id
 };
+// A consumer edge: the op it feeds and the tensor it reads (edges are grouped by tensor, and
+// tensors by producing op, so an op's consumer edges are one contiguous range).
+struct ConsEdge {
+  int32_t op;
+  int32_t tensor;
+};
 struct TensorInfo {
   int32_t cons_begin, cons_end;  // consumer edges [cons_begin, cons_end)
   int64_t bytes;                 // allocated on the producer's device
@@ -53,7 +59,8 @@ class SimProgram {
 
   // Tensors (one per op output) and their consumer edges, grouped by tensor.
   std::vector<int32_t> tensor_op;  // (num_tensors) producing op
-  std::vector<int32_t> cons_op;    // (num_edges) consuming op of each consumer edge
+  std::vector<ConsEdge> cons;      // (num_edges) consuming op and tensor of each consumer edge
+  std::vector<int32_t> out_ptr;    // (num_ops+1) consumer edges of op i: [ptr[i], ptr[i+1])
 
   // Costs: op time of op i on device d = op_time[dev_class[d] * num_ops + i].
   std::vector<int32_t> dev_class;       // (num_devices)
@@ -65,6 +72,17 @@ class SimProgram {
   std::vector<double> link_latency_s;  // (num_links)
   std::vector<int32_t> route_ptr;      // (num_devices^2+1) route s->d: [ptr[s*D+d], ptr[s*D+d+1])
   std::vector<int32_t> route_link;     // directed link ids
+
+  // Bounds for the step_time fast paths (sim/simulator.cpp):
+  // mem_bound[i]: the most bytes op i can add to its device over a step (its resident bytes,
+  // outputs and temporaries, and every input tensor received by a transfer), so that a device
+  // whose ops' sum is within its capacity cannot run out of memory;
+  // tail_s[i]: the longest chain of op times after op i to the end of the graph, each op at
+  // its fastest device class (a lower bound on the time from op i's end to the step's end).
+  std::vector<int64_t> mem_bound;  // (num_ops)
+  int64_t mem_bound_total = 0;     // sum of mem_bound (bounded: Graph::finalize)
+  std::vector<double> tail_s;      // (num_ops)
+  int32_t num_classes = 1;
 
   // The same data packed for the event loop (built from the arrays above).
   std::vector<OpInfo> op_info;          // (num_ops)

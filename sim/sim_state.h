@@ -50,25 +50,31 @@ class SimState {
   int32_t num_xfers = 0;
   // Devices.
   std::vector<MinHeap<ReadyEntry>> ready;  // topo_priority
-  std::vector<int32_t> qhead, qtail;       // (num_devices) fifo: linked list through qnext
-  std::vector<int32_t> qnext;              // (num_ops)
-  std::vector<uint64_t> batch;             // fifo: (device << 32 | topo position) ready now
-  std::vector<int32_t> running;            // op running on the device, -1 idle
-  std::vector<int32_t> last_op;            // last op that ended on the device
+  // fifo: device d's queue is q[q_head[d], q_tail[d]) (topological positions), inside a region
+  // of q as long as its op count; the entries from q_inst[d] on joined at the current instant
+  // and are kept sorted.
+  std::vector<int32_t> q;                       // (num_ops)
+  std::vector<int32_t> q_head, q_tail, q_inst;  // (num_devices)
+  std::vector<int32_t> running;                 // op running on the device, -1 idle
+  std::vector<int32_t> last_op;                 // last op that ended on the device
   std::vector<int64_t> mem_bytes, peak_bytes, resident_bytes;
   std::vector<double> busy_s;
   std::vector<int32_t> dev_ops;
   std::vector<int32_t> stamp, stamp_xfer;  // per-tensor dedupe of transfers per destination
   std::vector<int32_t> dirty;              // devices whose queue changed at the current time
-  std::vector<uint8_t> is_dirty;
+  int32_t dirty_n = 0;                     // entries of dirty in use (its size is num_devices)
+  std::vector<int32_t> is_dirty;           // (int, not char: a char store aliases everything)
   // Links.
   std::vector<double> link_free_s;  // when the link finishes serializing its last transfer
   std::vector<int32_t> link_head, link_tail, link_last;
   std::vector<int64_t> link_bytes;
-  // Events: one calendar for the devices (op ends), one for the links (head arrivals);
-  // at equal times devices go first.
-  EventTree dev_events, link_events;
+  // Events: one calendar for the devices (op ends), a heap of the busy links' head
+  // arrivals; at equal times devices go first, devices by index, links by id.
+  DeviceCalendar dev_events;         // a scan for few devices (sim/event_tree.h)
+  LinkTree link_events;              // the links (sim/event_tree.h)
   std::vector<int64_t> limit_bytes;  // (num_devices) capacity, or INT64_MAX when unchecked
+  std::vector<int64_t> bound_bytes;  // (num_devices) the most its ops can hold (mem_bound)
+  std::vector<double> work_left_s;   // (num_devices) op time not yet started (bounded runs)
   // Out of memory (first occurrence).
   bool oom = false;
   int32_t oom_device = -1;

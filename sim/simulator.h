@@ -89,8 +89,17 @@ class Simulator {
   SimResult run(const Placement& p, SimState& state) const;
   // Only the step time (invalid => +inf), the RL hot path: no allocation.
   double step_time(const Placement& p, SimState& state) const;
-  // Many placements in parallel with OpenMP (one state per thread); results in input order.
+  // The search's hot path, for a caller that only needs the step time when it is at most
+  // `limit` (a Metropolis test knows that threshold before the simulation): the exact step
+  // time when it is at most `limit`; otherwise a number above `limit`, either the step time or
+  // a lower bound on it at which the simulation stopped early (+inf when invalid). An infinite
+  // or NaN limit is step_time(p, state).
+  double step_time(const Placement& p, SimState& state, double limit) const;
+  // Many placements in parallel with OpenMP (one state per thread, kept between calls);
+  // results in input order. With `limits` (one per placement), each as step_time(p, s, limit).
   std::vector<double> step_times(const std::vector<Placement>& ps) const;
+  std::vector<double> step_times(const std::vector<Placement>& ps,
+                                 const std::vector<double>& limits) const;
 
   // The op time table used by the simulation: time of op i on device d (seconds).
   double op_time_s(int32_t op, int32_t device) const;
@@ -99,8 +108,10 @@ class Simulator {
   const Cluster& cluster() const;
 
  private:
+  struct StatePool;  // states for step_times, reused across calls (thread-safe)
   std::unique_ptr<SimProgram> prog_;
   std::unique_ptr<SimState> state_;
+  std::unique_ptr<StatePool> pool_;
 };
 
 // Chrome trace JSON (opens in Perfetto): a row per device and per directed link.
