@@ -5,9 +5,9 @@ trainers' reward (-sqrt(step / reference), -10 when invalid); step_batch equals 
 
 import json
 
+import bindings_helpers as h  # first: skips (77) without numpy
 import numpy as np
 
-import bindings_helpers as h
 import gdp
 from gdp.env import PlacementEnv
 

@@ -5,9 +5,9 @@ unknown method, bad options, missing files, unknown generators and presets."""
 
 import json
 
+import bindings_helpers as h  # first: skips (77) without numpy
 import numpy as np
 
-import bindings_helpers as h
 import gdp
 
 
