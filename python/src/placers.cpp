@@ -88,8 +88,8 @@ void bind_placers(pb::module_& m) {
   m.def(
       "place",
       [](const pb::handle& graph, const pb::handle& cluster, const std::string& method,
-         const pb::handle& options, const pb::handle& samples, const pb::handle& seconds,
-         int64_t seed, const pb::handle& profile) {
+         const pb::handle& options, const pb::handle& budget_arg, pb::object samples,
+         pb::object seconds, int64_t seed, const pb::handle& profile) {
         nlohmann::json user;
         std::string source;
         if (pb::isinstance<pb::str>(options)) {  // as --options: JSON object text or a file
@@ -105,14 +105,39 @@ void bind_placers(pb::module_& m) {
           source = "options";
         }
         const place::PreparedMethod pm = place::prepare(place::registry(), method, user, source);
+        // budget={"samples": N, "seconds": S} (or budget=N) is samples=N, seconds=S.
+        if (!budget_arg.is_none()) {
+          if (!samples.is_none() || !seconds.is_none())
+            throw InputError("give budget or samples / seconds, not both");
+          if (pb::isinstance<pb::dict>(budget_arg)) {
+            for (const auto& [k, v] : budget_arg.cast<pb::dict>()) {
+              const std::string key = pb::str(k).cast<std::string>();
+              if (key == "samples")
+                samples = pb::reinterpret_borrow<pb::object>(v);
+              else if (key == "seconds")
+                seconds = pb::reinterpret_borrow<pb::object>(v);
+              else
+                throw InputError("budget: unknown key '" + key + "' (known: samples, seconds)");
+            }
+          } else {
+            samples = pb::reinterpret_borrow<pb::object>(budget_arg);
+          }
+        }
         place::Budget budget;
         if (!samples.is_none()) {
+          if (!pb::isinstance<pb::int_>(samples) || pb::isinstance<pb::bool_>(samples))
+            throw InputError("samples: expected a positive integer, got " +
+                             pb::repr(samples).cast<std::string>());
           budget.samples = samples.cast<int64_t>();
           if (budget.samples < 1)
             throw InputError("samples: expected a positive integer, got " +
                              std::to_string(budget.samples));
         }
         if (!seconds.is_none()) {
+          if (!(pb::isinstance<pb::int_>(seconds) || pb::isinstance<pb::float_>(seconds)) ||
+              pb::isinstance<pb::bool_>(seconds))
+            throw InputError("seconds: expected a positive number of seconds, got " +
+                             pb::repr(seconds).cast<std::string>());
           budget.seconds = seconds.cast<double>();
           if (!(budget.seconds > 0) || !std::isfinite(budget.seconds))
             throw InputError("seconds: expected a positive number of seconds");
@@ -132,11 +157,12 @@ void bind_placers(pb::module_& m) {
         return place_dict(res, r, s);
       },
       pb::arg("graph"), pb::arg("cluster"), pb::arg("method"), pb::arg("options") = pb::none(),
-      pb::arg("samples") = pb::none(), pb::arg("seconds") = pb::none(), pb::arg("seed") = 1,
-      pb::arg("profile") = pb::none(),
+      pb::arg("budget") = pb::none(), pb::arg("samples") = pb::none(),
+      pb::arg("seconds") = pb::none(), pb::arg("seed") = 1, pb::arg("profile") = pb::none(),
       "Runs a placement method (as `gdp place --json`): a dict with placement (int32, a device "
       "per op), step_time_s (inf when invalid), valid, validity, reason, samples, wall_s, note, "
-      "resolved options, curve. samples / seconds: the budget (None: none).");
+      "resolved options, curve. samples / seconds: the budget (None: none); or budget= "
+      "{'samples': N, 'seconds': S}.");
 
   m.def(
       "units",

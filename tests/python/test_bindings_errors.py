@@ -115,6 +115,14 @@ class Errors(h.TempDirCase):
                                  h.CLUSTER, "random", options=[1, 2])
         self.assertRaisesMessage(gdp.InputError, "samples: expected a positive integer",
                                  gdp.place, self.g, h.CLUSTER, "random", samples=0)
+        self.assertRaisesMessage(gdp.InputError, "samples: expected a positive integer",
+                                 gdp.place, self.g, h.CLUSTER, "random", samples="many")
+        self.assertRaisesMessage(gdp.InputError, "seconds: expected a positive number",
+                                 gdp.place, self.g, h.CLUSTER, "random", seconds=-1.0)
+        self.assertRaisesMessage(gdp.InputError, "budget: unknown key 'sample'", gdp.place,
+                                 self.g, h.CLUSTER, "random", budget={"sample": 3})
+        self.assertRaisesMessage(gdp.InputError, "not both", gdp.place, self.g, h.CLUSTER,
+                                 "random", budget=3, samples=3)
         self.assertRaisesMessage(gdp.InputError, "seed: expected a non-negative", gdp.place,
                                  self.g, h.CLUSTER, "random", seed=-1)
         with self.assertRaises(TypeError):  # not JSON: Python's own error

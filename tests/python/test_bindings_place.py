@@ -84,6 +84,13 @@ class PlaceMatchesCli(h.TempDirCase):
         c = gdp.place(self.g, h.CLUSTER, "random", options=path, seed=2)
         np.testing.assert_array_equal(a["placement"], b["placement"])
         np.testing.assert_array_equal(a["placement"], c["placement"])
+        # The budget as samples=, budget=N and budget={"samples": N}.
+        d = gdp.place(self.g, h.CLUSTER, "random", samples=8, seed=2)
+        e = gdp.place(self.g, h.CLUSTER, "random", budget={"samples": 8}, seed=2)
+        f = gdp.place(self.g, h.CLUSTER, "random", budget=8, seed=2)
+        self.assertEqual(d["samples"], 8)
+        np.testing.assert_array_equal(d["placement"], e["placement"])
+        np.testing.assert_array_equal(d["placement"], f["placement"])
         self.assertEqual(a["samples"], 8)
         self.assertTrue(a["curve"])
 
