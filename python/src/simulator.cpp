@@ -3,7 +3,8 @@
 // reason, per-device busy time and peak memory, link bytes, critical path) and a Chrome trace.
 // A placement of the wrong length or with a device outside the cluster raises gdp.InputError
 // with the simulator's reason; an out-of-memory or split-colocation placement is a result
-// (step time inf, valid False).
+// (step time inf, valid False). Only step_times (const, a state per OpenMP thread) runs without
+// the GIL; the calls on the simulator's own state hold it, so Python threads may share one.
 #include "sim/simulator.h"
 
 #include <omp.h>
@@ -91,7 +92,7 @@ class PySimulator {
   std::string trace_json(const pb::handle& obj) {
     const Placement p = as_placement(obj);
     check(p, "");
-    pb::gil_scoped_release release;
+    // The GIL stays held: trace_sim_ and its internal state serve one call at a time.
     if (!trace_sim_) {
       SimOptions o = opt_;
       o.record_trace = true;

@@ -77,6 +77,14 @@ class SimulateMatchesCli(h.TempDirCase):
         for n in (1, 2):
             gdp.set_num_threads(n)
             self.assertEqual(list(sim.step_times(P)), list(t))
+        # Without the GIL: Python threads may call one simulator at once.
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(3) as pool:
+            runs = list(pool.map(lambda k: sim.step_times(P) if k % 2 else
+                                 np.array([sim.step_time(p) for p in P]), range(6)))
+        for r in runs:
+            self.assertEqual(list(r), list(t))
 
     def test_out_of_memory_equals_cli(self):
         cluster = json.loads(h.gdp_cli("cluster", h.CLUSTER)[1])
