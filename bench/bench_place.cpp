@@ -5,6 +5,9 @@
 // timed per simulated sample (1,000 samples from the best baseline start).
 //   build-dev/bench/bench_place --benchmark_filter=gnmt8
 #include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include <chrono>
 
 #include "core/alloc.h"
 #include "core/cluster.h"
@@ -57,6 +60,33 @@ void BM_Place_gnmt8_m_sct(benchmark::State& s) { place_once(s, "m-sct", 0); }
 void BM_Place_gnmt8_human(benchmark::State& s) { place_once(s, "human", 0); }
 void BM_Place_gnmt8_anneal_1k(benchmark::State& s) { place_once(s, "anneal", 1000); }
 
+// anneal's cost per sample on one thread from the human start (2,000 samples, the start's one
+// included), with the early stop (arg 1) and without (arg 0): the figure to compare with one
+// full simulation of the human placement, bench_sim's BM_SimStepTime_gnmt8_human. Counters:
+// ms per sample, and the step time reached (equal in both: the early stop is exact).
+void BM_Anneal_gnmt8_human_per_sample(benchmark::State& s) {
+  keep_freed_memory();
+  Gnmt8& w = gnmt8();
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const place::PreparedMethod m = place::prepare(
+      place::registry(), "anneal", {{"init", "human"}, {"early_stop", s.range(0) != 0}});
+  place::Budget b;
+  b.samples = 2000;
+  double step = 0, per_sample_ms = 0;
+  for (auto _ : s) {
+    const auto t0 = std::chrono::steady_clock::now();
+    place::PlaceResult r = place::place(m, *w.problem, b, 1);
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    per_sample_ms = 1e3 * dt / static_cast<double>(r.report.samples);
+    step = r.report.best_step_s;
+    benchmark::DoNotOptimize(r.placement.device.data());
+  }
+  omp_set_num_threads(before);
+  s.counters["ms_per_sample"] = per_sample_ms;
+  s.counters["step_s"] = step;
+}
+
 }  // namespace
 
 BENCHMARK(BM_Place_gnmt8_human)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
@@ -65,5 +95,11 @@ BENCHMARK(BM_Place_gnmt8_m_topo)->Unit(benchmark::kMillisecond)->UseRealTime()->
 BENCHMARK(BM_Place_gnmt8_m_etf)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 BENCHMARK(BM_Place_gnmt8_m_sct)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 BENCHMARK(BM_Place_gnmt8_anneal_1k)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+BENCHMARK(BM_Anneal_gnmt8_human_per_sample)
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1);
 
 BENCHMARK_MAIN();

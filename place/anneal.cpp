@@ -43,6 +43,19 @@ constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max();
 // Above any step time: invalid placements cost kInvalid + their estimated overflow in GiB.
 constexpr double kInvalid = 1e9;
 
+// The energy above which a proposal fails the Metropolis test of search() (rel > 0 and
+// u >= exp(-rel / T)): cur_e (1 + T ln(1/u)); +inf when every energy could pass (u = 0, or
+// the bound reaches the invalid energies). Step times above it are rejected whatever they
+// are, so the simulation may stop there (Simulator::step_time with a limit, whose margin
+// covers the rounding of exp and log here).
+double metropolis_limit(double cur_e, double T, double u) {
+  const double inf = std::numeric_limits<double>::infinity();
+  if (T <= 0) return cur_e;  // only non-worsening moves pass
+  if (u <= 0) return inf;
+  const double lim = cur_e * (1 + T * -std::log(u));
+  return lim < kInvalid ? lim : inf;
+}
+
 double progress_fraction(const Run& run, const AnnealBudget& b, int64_t used) {
   double f = 0;
   if (b.n != kUnbounded && b.n > 0) f = static_cast<double>(used) / b.n;
@@ -205,7 +218,8 @@ AnnealOutcome Annealer::search(Run& run, const AnnealConfig& c, const AnnealGuid
   int64_t since_best = 0, proposed = 0, last_crit = -1;
   std::vector<int32_t> crit_units;
   std::vector<std::vector<int32_t>> cand;
-  std::vector<double> cand_u;
+  std::vector<double> cand_u, limits;
+  std::vector<Placement> ps;
   while (D > 1 && left() > 0 && !run.out_of_time()) {
     const double frac = progress_fraction(run, bud, used());
     const bool calibrating = t0 == 0 && used() - calib_from < c.calibrate;
@@ -220,9 +234,16 @@ AnnealOutcome Annealer::search(Run& run, const AnnealConfig& c, const AnnealGuid
     for (auto& x : cand) x = proposal(c, guide, cur, crit_units, rng);
     cand_u.resize(b);
     for (auto& u : cand_u) u = rng.uniform();
-    std::vector<Placement> ps(b);
-    for (int64_t k = 0; k < b; ++k) ps[k] = units_.expand(cand[k]);
-    const std::vector<double> t = run.evaluate(ps);
+    ps.resize(b);
+    for (int64_t k = 0; k < b; ++k) units_.expand_into(cand[k], ps[k]);
+    // The step time above which each proposal fails its test below (calibration needs every
+    // worsening, and from an invalid start the energy is not a step time: no limit then).
+    limits.assign(b, std::numeric_limits<double>::infinity());
+    if (c.early_stop && !calibrating && cur_e < kInvalid && cur_e > 1e-30) {
+      for (int64_t k = 0; k < b; ++k) limits[k] = metropolis_limit(cur_e, T, cand_u[k]);
+      out.limited += b;
+    }
+    const std::vector<double> t = run.evaluate(ps, limits);
     proposed += b;
     int64_t pick = -1;
     double pick_e = std::numeric_limits<double>::infinity();
@@ -324,8 +345,10 @@ class AnnealPlacer : public Placer {
     }
 
     // --- search ---
+    const int64_t stops0 = pb.simulator().early_stops();
     const AnnealOutcome o =
         an.search(run, c_, guide, start, AnnealBudget{n, used(), run.budget().seconds}, rng);
+    const int64_t stops = pb.simulator().early_stops() - stops0;
     char buf[320];
     std::snprintf(buf, sizeof buf,
                   "%s from %s (%.4g s) to %.4g s in %lld samples over %d units on %d "
@@ -334,7 +357,15 @@ class AnnealPlacer : public Placer {
                   o.best_energy >= kInvalid ? -1.0 : o.best_energy, static_cast<long long>(used()),
                   U, D, o.t0, static_cast<long long>(o.accepted),
                   static_cast<long long>(o.restarts));
-    run.set_note(buf + plan.note + gate_note);
+    const std::string head = buf;
+    std::string stop_note;
+    if (o.limited > 0) {
+      std::snprintf(buf, sizeof buf, "; %.0f%% of %lld proposals stopped early",
+                    100.0 * static_cast<double>(stops) / static_cast<double>(o.limited),
+                    static_cast<long long>(o.limited));
+      stop_note = buf;
+    }
+    run.set_note(head + plan.note + gate_note + stop_note);
     return run.has_best() ? run.best() : units.expand(o.best);
   }
 
@@ -431,7 +462,10 @@ std::vector<OptionSpec> anneal_options() {
       string_option("init", "best", {},
                     "start: 'best' (of init_methods), 'random', or a method name"),
       string_option("init_methods", "single,human,metis,m-topo,m-etf,m-sct", {},
-                    "comma-separated methods whose best placement starts the search")};
+                    "comma-separated methods whose best placement starts the search"),
+      boolean_option("early_stop", true,
+                     "stop a proposal's simulation once it must fail its Metropolis test "
+                     "(the same placements, fewer simulated events)")};
 }
 
 AnnealConfig anneal_config(const Options& o, const std::string& method) {
@@ -450,6 +484,7 @@ AnnealConfig anneal_config(const Options& o, const std::string& method) {
   c.p_scope = o.number("p_scope");
   c.init = o.string("init");
   c.init_methods = o.string("init_methods");
+  c.early_stop = o.boolean("early_stop");
   if (c.p_move + c.p_neighbour + c.p_swap + c.p_scope <= 0)
     throw InputError(method + ": options p_move + p_neighbour + p_swap + p_scope must be > 0");
   if (c.init != "best" && c.init != "random" && !registry().find(c.init))

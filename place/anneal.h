@@ -36,6 +36,10 @@ struct AnnealConfig {
   double p_move = 0.35, p_neighbour = 0.3, p_swap = 0.2, p_scope = 0.15;
   std::string init = "best";
   std::string init_methods = "single,human,metis,m-topo,m-etf,m-sct";
+  // Simulate each proposal only as far as its Metropolis test needs: the uniform number is
+  // drawn first, so the step time above which the proposal is rejected is known, and the
+  // simulation stops once a lower bound passes it. The same placements, fewer events.
+  bool early_stop = true;
 };
 
 // The anneal options (gdp place --list), shared by the methods built on the search.
@@ -66,6 +70,7 @@ struct AnnealOutcome {
   double best_energy = 0;     // its step time (or the invalid energy, above 1e9)
   double t0 = 0;              // the start temperature used (calibrated or given)
   int64_t accepted = 0, restarts = 0, samples = 0;
+  int64_t limited = 0;  // proposals simulated with a finite limit (early_stop)
 };
 
 // The samples a search spans: the temperature falls over [0, n], of which `used` were spent

@@ -35,15 +35,19 @@ int64_t Run::samples_left() const {
   return std::max<int64_t>(0, budget_.samples - samples_);
 }
 
-std::vector<double> Run::evaluate(const std::vector<Placement>& ps) {
+std::vector<double> Run::evaluate(const std::vector<Placement>& ps) { return evaluate(ps, {}); }
+
+std::vector<double> Run::evaluate(const std::vector<Placement>& ps,
+                                  const std::vector<double>& limits) {
   if (static_cast<int64_t>(ps.size()) > samples_left())
     throw std::logic_error(method_ + ": a batch of " + std::to_string(ps.size()) +
                            " placements exceeds the sample budget (" +
                            std::to_string(samples_left()) + " left)");
-  std::vector<double> t = problem_->simulator().step_times(ps);
+  std::vector<double> t = problem_->simulator().step_times(ps, limits);
   for (size_t k = 0; k < ps.size(); ++k) {
     ++samples_;
-    if (t[k] < best_step_s_) {
+    // Above its limit a value may be a lower bound, not a step time: never the best.
+    if (t[k] < best_step_s_ && (limits.empty() || t[k] <= limits[k])) {
       best_step_s_ = t[k];
       best_ = ps[k];
       curve_.push_back({samples_, elapsed_s(), t[k]});

@@ -63,6 +63,12 @@ class Run {
   // std::logic_error when the batch would exceed the sample budget (a placer bug).
   std::vector<double> evaluate(const std::vector<Placement>& ps);
   double evaluate(const Placement& p);
+  // The same for a caller that needs each step time only when it is at most limits[k]
+  // (Simulator::step_time with a limit): above it, the value may be a lower bound at which the
+  // simulation stopped early. Counted as samples all the same; a value above its limit never
+  // becomes the best (with limits at or above the best, as a Metropolis test's, nothing is
+  // lost).
+  std::vector<double> evaluate(const std::vector<Placement>& ps, const std::vector<double>& limits);
   // Counts simulations a method ran outside evaluate (e.g. human's memory-fit checks);
   // not limited by the budget.
   void count_samples(int64_t n) { samples_ += n; }

@@ -32,9 +32,14 @@ Units Units::colocation(const Graph& g) {
 }
 
 Placement Units::expand(const std::vector<int32_t>& unit_device) const {
-  Placement p{std::vector<int32_t>(unit_of.size())};
-  for (size_t op = 0; op < unit_of.size(); ++op) p.device[op] = unit_device[unit_of[op]];
+  Placement p;
+  expand_into(unit_device, p);
   return p;
+}
+
+void Units::expand_into(const std::vector<int32_t>& unit_device, Placement& p) const {
+  p.device.resize(unit_of.size());
+  for (size_t op = 0; op < unit_of.size(); ++op) p.device[op] = unit_device[unit_of[op]];
 }
 
 void enforce_colocation(const Graph& g, Placement& p) {

@@ -20,6 +20,8 @@ struct Units {
   static Units colocation(const Graph& g);
   // The placement that puts every op on its unit's device ((num_units) unit_device).
   Placement expand(const std::vector<int32_t>& unit_device) const;
+  // The same into p, reusing its storage (a search's hot loop).
+  void expand_into(const std::vector<int32_t>& unit_device, Placement& p) const;
 };
 
 // The units joined to each unit by a data edge (either direction), CSR, sorted, deduplicated.

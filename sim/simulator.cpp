@@ -4,6 +4,7 @@
 #include "sim/simulator.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <exception>
 #include <limits>
@@ -570,7 +571,9 @@ int prepare(const SimProgram& P, const int32_t* dev, SimState& S) {
 
 // The hot path: the step time only (+inf when invalid or out of memory), or with a finite
 // limit, a lower bound above it as soon as one is known.
-double fast_step_time(const SimProgram& P, const Placement& pl, SimState& S, double limit) {
+double fast_step_time(const SimProgram& P, const Placement& pl, SimState& S, double limit,
+                      bool* stopped) {
+  *stopped = false;
   if (static_cast<int64_t>(pl.device.size()) != P.num_ops) return kInf;
   const int32_t* dev = pl.device.data();
   if (limit < kInf) {
@@ -580,9 +583,20 @@ double fast_step_time(const SimProgram& P, const Placement& pl, SimState& S, dou
     // Every device must run its own ops one after another.
     double lb = 0;
     for (int32_t d = 0; d < P.num_devices; ++d) lb = std::max(lb, S.work_left_s[d]);
-    if (lb > limit) return lb;
-    return mem ? EventLoop<false, true, true>{P, S, nullptr, dev, limit}.run()
-               : EventLoop<false, false, true>{P, S, nullptr, dev, limit}.run();
+    if (lb > limit) {
+      *stopped = true;
+      return lb;
+    }
+    if (mem) {
+      EventLoop<false, true, true> loop{P, S, nullptr, dev, limit};
+      const double t = loop.run();
+      *stopped = loop.stopped;
+      return t;
+    }
+    EventLoop<false, false, true> loop{P, S, nullptr, dev, limit};
+    const double t = loop.run();
+    *stopped = loop.stopped;
+    return t;
   }
   const int mem = prepare<false, true>(P, dev, S);
   if (mem < 0) return kInf;
@@ -602,6 +616,7 @@ double full_run(const SimProgram& P, const Placement& pl, SimState& S, SimResult
 // The states step_times hands to its threads: taken at the start of a call, returned at
 // the end, so that a search's many small batches allocate nothing once warm.
 struct Simulator::StatePool {
+  std::atomic<int64_t> early_stops{0};  // step_time calls with a limit that stopped early
   std::mutex mu;
   std::vector<std::unique_ptr<SimState>> free;
   std::unique_ptr<SimState> take(const SimProgram& p) {
@@ -654,7 +669,10 @@ double Simulator::step_time(const Placement& p, SimState& state) const {
 }
 
 double Simulator::step_time(const Placement& p, SimState& state, double limit) const {
-  return fast_step_time(*prog_, p, state, limit);
+  bool stopped = false;
+  const double t = fast_step_time(*prog_, p, state, limit, &stopped);
+  if (stopped) pool_->early_stops.fetch_add(1, std::memory_order_relaxed);
+  return t;
 }
 
 std::vector<double> Simulator::step_times(const std::vector<Placement>& ps) const {
@@ -695,6 +713,8 @@ std::vector<double> Simulator::step_times(const std::vector<Placement>& ps,
   if (error) std::rethrow_exception(error);
   return out;
 }
+
+int64_t Simulator::early_stops() const { return pool_->early_stops.load(); }
 
 double Simulator::op_time_s(int32_t op, int32_t device) const { return prog_->time_of(op, device); }
 const SimOptions& Simulator::options() const { return prog_->opt; }

@@ -100,6 +100,8 @@ class Simulator {
   std::vector<double> step_times(const std::vector<Placement>& ps) const;
   std::vector<double> step_times(const std::vector<Placement>& ps,
                                  const std::vector<double>& limits) const;
+  // How many step_time calls with a limit have stopped early so far (all threads).
+  int64_t early_stops() const;
 
   // The op time table used by the simulation: time of op i on device d (seconds).
   double op_time_s(int32_t op, int32_t device) const;

@@ -211,3 +211,33 @@ TEST_CASE("place/anneal: starts from the best baseline, stays within the budget,
                      {{"p_move", 0}, {"p_neighbour", 0}, {"p_swap", 0}, {"p_scope", 0}}),
       Contains("must be > 0"));
 }
+
+TEST_CASE("place/anneal: early stop changes nothing but the work (same placements, same curve)",
+          "[place][baselines]") {
+  // Each proposal's simulation may stop once its Metropolis test must fail: the search must
+  // visit the same states, so the result, the best-so-far curve and the note's figures agree.
+  const struct {
+    Graph g;
+    Cluster c;
+  } cases[] = {{test::small_rnnlm(), make_cluster_preset("v100x4-nvlink")},
+               {test::tiny_case(3).graph, test::tiny_case(3).cluster}};
+  int64_t limited = 0;
+  for (const auto& tc : cases) {
+    for (uint64_t seed : {1, 2, 3}) {
+      const place::PlaceResult on = run_method("anneal", tc.g, tc.c, 600, seed);
+      const place::PlaceResult off =
+          run_method("anneal", tc.g, tc.c, 600, seed, {{"early_stop", false}});
+      CHECK(on.placement.device == off.placement.device);
+      CHECK(on.report.best_step_s == off.report.best_step_s);
+      CHECK(on.report.samples == off.report.samples);
+      REQUIRE(on.report.curve.size() == off.report.curve.size());
+      for (size_t k = 0; k < on.report.curve.size(); ++k) {
+        CHECK(on.report.curve[k].samples == off.report.curve[k].samples);
+        CHECK(on.report.curve[k].best_step_s == off.report.curve[k].best_step_s);
+      }
+      CHECK_THAT(off.report.note, !Contains("stopped early"));
+      if (on.report.note.find("stopped early") != std::string::npos) ++limited;
+    }
+  }
+  CHECK(limited > 0);  // the early stop did take part
+}
