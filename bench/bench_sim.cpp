@@ -4,10 +4,14 @@
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <memory>
 #include <vector>
 
 #include "core/cluster.h"
+#include "core/rng.h"
 #include "datasets/random_dag.h"
 #include "datasets/registry.h"
 #include "place/registry.h"
@@ -155,6 +159,79 @@ void BM_SimStepTime_gnmt8_human(benchmark::State& state) {
   state.counters["ops"] = g.num_ops();
 }
 BENCHMARK(BM_SimStepTime_gnmt8_human)->Unit(benchmark::kMillisecond);
+
+// What anneal's early stop can save: 192 single-op moves of the GNMT-8 human placement (seed 5;
+// the valid ones), each simulated with a limit of arg/1000 times its own step time (arg 1000:
+// no limit). A proposal rejected by a small margin is decided only near the step's end.
+// Counters: the share of simulations that stopped early, and, for the same moves, the share
+// of the op ends in the human schedule that come before the moved op can first matter (the
+// earliest end of its producers): the prefix an incremental simulation could reuse.
+void BM_SimStepTime_gnmt8_moves_limit(benchmark::State& state) {
+  struct Moves {
+    Graph g = datasets::generate("gnmt", datasets::GenOptions{});
+    Cluster c = make_cluster_preset("v100x8-nvlink");
+    std::unique_ptr<Simulator> sim;
+    std::vector<Placement> ps;
+    std::vector<double> exact;
+    double prefix = 0;
+    Moves() {
+      const CostModel cost;
+      place::Problem problem(g, c, cost);
+      const Placement h =
+          place::place(place::prepare(place::registry(), "human"), problem, {}, 1).placement;
+      SimOptions o;
+      o.record_op_times = true;
+      sim = std::make_unique<Simulator>(g, c, cost, o);
+      const SimResult r = sim->run(h);
+      std::vector<double> ends = r.op_end_s;
+      std::sort(ends.begin(), ends.end());
+      auto st = sim->make_state();
+      Rng rng(5);
+      double prefix_sum = 0;
+      for (int k = 0; k < 192; ++k) {
+        Placement p = h;
+        const int32_t op = static_cast<int32_t>(rng.below(g.num_ops()));
+        p.device[op] = static_cast<int32_t>(rng.below(c.num_devices()));
+        const double t = sim->step_time(p, *st);
+        if (!std::isfinite(t)) continue;
+        double first = std::numeric_limits<double>::infinity();
+        for (int64_t q = g.in_ptr()[op]; q < g.in_ptr()[op + 1]; ++q)
+          first = std::min(first, r.op_end_s[g.edges()[g.in_edge_ids()[q]].src]);
+        if (!std::isfinite(first)) first = 0;
+        prefix_sum +=
+            static_cast<double>(std::lower_bound(ends.begin(), ends.end(), first) - ends.begin()) /
+            static_cast<double>(ends.size());
+        ps.push_back(std::move(p));
+        exact.push_back(t);
+      }
+      prefix = prefix_sum / static_cast<double>(ps.size());
+    }
+  };
+  static Moves m;
+  const double f = static_cast<double>(state.range(0)) / 1000.0;
+  auto st = m.sim->make_state();
+  size_t k = 0;
+  double sink = 0;
+  const int64_t stops0 = m.sim->early_stops();
+  for (auto _ : state) {
+    const size_t i = k++ % m.ps.size();
+    const double limit =
+        state.range(0) >= 1000 ? std::numeric_limits<double>::infinity() : m.exact[i] * f;
+    sink += m.sim->step_time(m.ps[i], *st, limit);
+  }
+  benchmark::DoNotOptimize(sink);
+  state.counters["stopped"] =
+      static_cast<double>(m.sim->early_stops() - stops0) / static_cast<double>(k);
+  state.counters["prefix_before_divergence"] = m.prefix;
+}
+BENCHMARK(BM_SimStepTime_gnmt8_moves_limit)
+    ->Arg(1000)
+    ->Arg(999)
+    ->Arg(990)
+    ->Arg(950)
+    ->Arg(900)
+    ->Arg(500)
+    ->Unit(benchmark::kMillisecond);
 
 // One-time cost: preprocessing the graph into a SimProgram.
 void BM_SimBuildProgram_50k(benchmark::State& state) {
