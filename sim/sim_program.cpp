@@ -112,6 +112,11 @@ SimProgram::SimProgram(const Graph& g, const Cluster& c, const CostModel& cost, 
     coloc_first[i] = it->second;
   }
 
+  for (int32_t i = 0; i < num_ops; ++i) {
+    if (coloc_first[i] >= 0) coloc_ops.push_back(i);
+    if (in_degree[i] == 0) sources.push_back(i);
+  }
+
   // Op time table per class of identical devices.
   dev_class.assign(num_devices, 0);
   std::vector<int32_t> class_rep;
@@ -235,10 +240,11 @@ SimState::SimState(const SimProgram& p) {
   link_tail.assign(L, -1);
   link_last.assign(L, -1);
   link_bytes.assign(L, 0);
-  dev_events.init(D);
+  dev_events.init(D, 16);
   link_events.init(L);
   limit_bytes.assign(D, 0);
   bound_bytes.assign(D, 0);
+  counts.assign(4 * static_cast<size_t>(D), 0);
   work_left_s.assign(D, 0);
 }
 

@@ -56,6 +56,8 @@ class SimProgram {
   std::vector<int32_t> tensor_ptr;   // (num_ops+1) output tensors of op i: [ptr[i], ptr[i+1])
   std::vector<int64_t> param_bytes;  // (num_ops) resident on the op's device
   std::vector<int32_t> coloc_first;  // (num_ops) first op (topological) of its group; -1 none
+  std::vector<int32_t> coloc_ops;    // the ops with coloc_first >= 0, by index
+  std::vector<int32_t> sources;      // the ops without inputs, by index
 
   // Tensors (one per op output) and their consumer edges, grouped by tensor.
   std::vector<int32_t> tensor_op;  // (num_tensors) producing op

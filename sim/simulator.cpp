@@ -305,7 +305,7 @@ struct EventLoop {
     X.next = -1;
     if (link_tail[l] < 0) {
       link_head[l] = link_tail[l] = x;
-      S.link_events.push(X.arrive_s, l);
+      S.link_events.set(l, X.arrive_s);
     } else {
       xfers[link_tail[l]].next = x;
       link_tail[l] = x;
@@ -426,9 +426,9 @@ struct EventLoop {
     link_head[l] = X.next;
     if (X.next < 0) {
       link_tail[l] = -1;
-      S.link_events.pop();  // l is the top
+      S.link_events.set(l, EventTree::kNone);
     } else {
-      S.link_events.replace_top(xfers[X.next].arrive_s);
+      S.link_events.set(l, xfers[X.next].arrive_s);
     }
     X.hop++;
     if (X.route_begin + X.hop < X.route_end)
@@ -437,7 +437,7 @@ struct EventLoop {
       deliver(x);
   }
 
-  GDP_INLINE double next_link_time() const { return S.link_events.top_time(); }
+  GDP_INLINE double next_link_time() { return S.link_events.top_time(); }
 
   // Runs the step; returns the step time (Full: also fills *R), +inf on the hot path's first
   // out of memory, a lower bound above the limit once Bounded stops.
@@ -448,8 +448,7 @@ struct EventLoop {
     if constexpr (!Full) {
       if (S.oom) return kInf;
     }
-    for (int32_t i = 0; i < N; ++i)
-      if (P.in_degree[i] == 0) make_ready(i, -1);
+    for (int32_t i : P.sources) make_ready(i, -1);
     dispatch();
     if constexpr (!Full) {
       if (S.oom) return kInf;
@@ -466,7 +465,7 @@ struct EventLoop {
         op_end(d);
       } else {
         now = tl;
-        link_event(S.link_events.top_link());
+        link_event(S.link_events.top_source());
       }
       if (std::min(S.dev_events.top_time(), next_link_time()) != now) dispatch();
       if constexpr (!Full) {
@@ -540,23 +539,36 @@ int prepare(const SimProgram& P, const int32_t* dev, SimState& S) {
     any_limit |= lim;
     min_limit = std::min(min_limit, S.limit_bytes[d]);
     S.bound_bytes[d] = 0;
-    S.q_tail[d] = 0;  // op counts first
     if constexpr (Bounded) S.work_left_s[d] = 0;
   }
   // The whole graph fits on the smallest device: no placement can run out of memory.
   const bool per_device = any_limit && P.mem_bound_total > min_limit;
-  int32_t* const count = S.q_tail.data();
-  for (int32_t i = 0; i < N; ++i) {
-    const int32_t d = dev[i];
-    if constexpr (Check) {
-      if (static_cast<uint32_t>(d) >= static_cast<uint32_t>(D)) return -1;
-      const int32_t f = P.coloc_first[i];
-      if (f >= 0 && dev[f] != d) return -1;
-    }
-    ++count[d];
-    if (per_device) S.bound_bytes[d] += P.mem_bound[i];
-    if constexpr (Bounded) S.work_left_s[d] += P.time_of(i, d);
+  if constexpr (Check) {
+    uint32_t bad = 0;
+    for (int32_t i = 0; i < N; ++i)
+      bad |= static_cast<uint32_t>(dev[i]) >= static_cast<uint32_t>(D);
+    if (bad) return -1;
+    for (int32_t i : P.coloc_ops)
+      if (dev[P.coloc_first[i]] != dev[i]) return -1;
   }
+  // Op counts per device in four partial sums (so that a run of ops on one device is not one
+  // chain of dependent increments).
+  int32_t* const c4 = S.counts.data();
+  std::fill(c4, c4 + 4 * D, 0);
+  int32_t i = 0;
+  for (; i + 4 <= N; i += 4) {
+    ++c4[dev[i]];
+    ++c4[D + dev[i + 1]];
+    ++c4[2 * D + dev[i + 2]];
+    ++c4[3 * D + dev[i + 3]];
+  }
+  for (; i < N; ++i) ++c4[dev[i]];
+  for (int32_t d = 0; d < D; ++d) S.q_tail[d] = c4[d] + c4[D + d] + c4[2 * D + d] + c4[3 * D + d];
+  if (per_device)
+    for (int32_t k = 0; k < N; ++k) S.bound_bytes[dev[k]] += P.mem_bound[k];
+  if constexpr (Bounded)
+    for (int32_t k = 0; k < N; ++k) S.work_left_s[dev[k]] += P.time_of(k, dev[k]);
+  const int32_t* const count = S.q_tail.data();
   int32_t at = 0;
   for (int32_t d = 0; d < D; ++d) {
     const int32_t n = count[d];
