@@ -1,4 +1,5 @@
-# The gdp.torch tests (the PyTorch importer, pure Python): included by CMakeLists.txt here.
+# The gdp.torch tests (the PyTorch importer, pure Python): included by tests/python/CMakeLists.txt
+# with the bindings, else by tests/CMakeLists.txt.
 # Each is skipped (exit 77) where PyTorch or torchvision is missing, and says so.
 foreach(t export coverage flops measure)
   add_test(NAME python/torch-${t}
