@@ -175,7 +175,9 @@ struct EventLoop {
   GDP_INLINE void alloc(int32_t d, int64_t bytes) {
     if constexpr (Mem) {
       const int64_t m = (S.mem_bytes[d] += bytes);
-      if (m > S.peak_bytes[d]) S.peak_bytes[d] = m;
+      if constexpr (Full) {  // the hot path needs only the capacity check
+        if (m > S.peak_bytes[d]) S.peak_bytes[d] = m;
+      }
       if (m > S.limit_bytes[d] && !S.oom) [[unlikely]] {
         S.oom = true;
         S.oom_device = d;
@@ -221,6 +223,11 @@ struct EventLoop {
       S.pred[i] = pred_op;
     }
     const int32_t d = dev[i];
+    // It will start later: fetch what its start reads.
+    if constexpr (Mem)
+      __builtin_prefetch(P.op_info.data() + i);
+    else
+      __builtin_prefetch(out_ptr + i);
     mark_dirty(d);
     const int32_t tp = topo_pos[i];
     if (fifo) {
@@ -384,11 +391,13 @@ struct EventLoop {
       for (int32_t s = oi.in_begin; s < oi.in_end; ++s) {
         const InSlot slot = P.in_slot[s];
         const int32_t x = S.edge_xfer[slot.edge];
-        if (x < 0) {  // produced on this device
-          if (--S.src_ref[slot.tensor] == 0) release(d, tensor_info[slot.tensor].bytes);
-        } else if (--xfers[x].refs == 0) {
-          release(d, tensor_info[slot.tensor].xfer_bytes);
-        }
+        // Produced on this device (x < 0): the source copy's count, else the transfer's;
+        // selected without a branch (local or not is unpredictable under spread placements).
+        const TensorInfo& ti = tensor_info[slot.tensor];
+        const bool local = x < 0;
+        int32_t* const count = local ? &S.src_ref[slot.tensor] : &xfers[local ? 0 : x].refs;
+        const int64_t bytes = local ? ti.bytes : ti.xfer_bytes;
+        if (--*count == 0) release(d, bytes);
       }
       // Outputs: wake local consumers, send one transfer per remote destination device; the
       // source copy is held by its local consumers and its transfers.
