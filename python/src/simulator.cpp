@@ -57,19 +57,28 @@ class PySimulator {
     throw InputError(which + r.reason);
   }
 
-  double step_time(const pb::handle& obj) {
+  double step_time(const pb::handle& obj, double limit) {
     const Placement p = as_placement(obj);
     check(p, "");
-    return sim_->step_time(p, *state_);
+    return sim_->step_time(p, *state_, limit);
   }
 
-  pb::array_t<double> step_times(const pb::handle& obj) {
+  pb::array_t<double> step_times(const pb::handle& obj, const pb::object& limits_obj) {
     const std::vector<Placement> ps = as_placements(obj);
     for (size_t k = 0; k < ps.size(); ++k) check(ps[k], "placements[" + std::to_string(k) + "]: ");
+    std::vector<double> limits;
+    if (!limits_obj.is_none()) {
+      const auto a =
+          pb::array_t<double, pb::array::c_style | pb::array::forcecast>::ensure(limits_obj);
+      if (!a || a.ndim() != 1 || static_cast<size_t>(a.shape(0)) != ps.size())
+        throw InputError("limits: expected " + std::to_string(ps.size()) +
+                         " numbers (one per placement), or None");
+      limits.assign(a.data(), a.data() + a.shape(0));
+    }
     std::vector<double> t;
     {
       pb::gil_scoped_release release;
-      t = sim_->step_times(ps);
+      t = sim_->step_times(ps, limits);
     }
     return to_array(t);
   }
@@ -204,11 +213,14 @@ void bind_simulator(pb::module_& m) {
       .def_property_readonly("num_devices",
                              [](const PySimulator& s) { return s.cluster()->num_devices(); })
       .def("step_time", &PySimulator::step_time, pb::arg("placement"),
+           pb::arg("limit") = std::numeric_limits<double>::infinity(),
            "Step time (s) of a placement (N ints: a device per op); inf when invalid (out of "
-           "memory, split colocation group).")
+           "memory, split colocation group). With a limit: exact when at most the limit, else "
+           "some number above it (the simulation may stop early: a lower bound).")
       .def("step_times", &PySimulator::step_times, pb::arg("placements"),
+           pb::arg("limits") = pb::none(),
            "Step times (K) of K placements (K, N), in parallel on every core (OpenMP, "
-           "gdp.set_num_threads), without the GIL.")
+           "gdp.set_num_threads), without the GIL; limits (K numbers) as step_time's.")
       .def("run", &PySimulator::run, pb::arg("placement"), pb::arg("op_times") = false,
            "The full result: validity and reason, per-device figures, link bytes, critical "
            "path (op_times: also every op's start and end).")

@@ -74,6 +74,19 @@ class SimulateMatchesCli(h.TempDirCase):
         self.assertEqual(t.shape, (64,))
         self.assertEqual(list(t), [sim.step_time(p) for p in P])
         self.assertEqual(sim.step_times(np.zeros((0, self.g.num_ops), np.int32)).shape, (0,))
+        # Limits (the search's early stop): exact at or below the limit, above it otherwise.
+        lim = t * np.where(np.arange(len(t)) % 2 == 0, 0.5, 2.0)
+        tl = sim.step_times(P, lim)
+        for k in range(len(t)):
+            if t[k] <= lim[k]:
+                self.assertEqual(tl[k], t[k])
+            else:
+                self.assertGreater(tl[k], lim[k])
+                self.assertLessEqual(tl[k], t[k] * (1 + 1e-12))
+            self.assertEqual(sim.step_time(P[k], lim[k]), tl[k])
+        self.assertEqual(list(sim.step_times(P, np.full(len(t), np.inf))), list(t))
+        with self.assertRaises(gdp.InputError):
+            sim.step_times(P, [1.0])
         for n in (1, 2):
             gdp.set_num_threads(n)
             self.assertEqual(list(sim.step_times(P)), list(t))
