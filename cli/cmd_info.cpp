@@ -51,23 +51,7 @@ int cmd_info(int argc, char** argv) {
     throw UsageError("--profile needs --cluster");
   }
   if (a.has("--json")) {
-    nlohmann::ordered_json j{{"name", g.name},
-                             {"ops", s.ops},
-                             {"edges", s.edges},
-                             {"flops", s.flops},
-                             {"flops_forward", s.flops_forward},
-                             {"flops_backward", s.flops_backward},
-                             {"flops_update", s.flops_update},
-                             {"ops_forward", s.ops_forward},
-                             {"ops_backward", s.ops_backward},
-                             {"ops_update", s.ops_update},
-                             {"parameters", s.parameters},
-                             {"parameter_bytes", s.parameter_bytes},
-                             {"optimizer_state_bytes", s.optimizer_bytes},
-                             {"activation_bytes", s.activation_bytes},
-                             {"temp_bytes", s.temp_bytes},
-                             {"colocation_groups", s.colocation_groups},
-                             {"depth", s.depth}};
+    nlohmann::ordered_json j = graph_summary_json(g);
     if (with_bound) {
       j["cluster"] = cluster_name;
       j["lower_bound_s"] = bound.bound_s;

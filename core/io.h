@@ -3,6 +3,7 @@
 // JSON path and what was expected; writers write a temporary file and rename it.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 #include "core/cluster.h"
@@ -35,6 +36,9 @@ Graph read_graph_file(const std::string& path, const PipeDreamOptions& pipedream
 Graph parse_graph_json(const std::string& text, const std::string& source_name);
 Graph parse_graph_json_reference(const std::string& text, const std::string& source_name);
 std::string graph_to_json(const Graph& g);  // deterministic text, round-trips exactly
+// Graph::summary() as `gdp info --json` prints it (and gdp.info / Graph.summary() return it):
+// name, ops, edges, flops (by phase), op counts by phase, parameters and bytes, depth.
+nlohmann::ordered_json graph_summary_json(const Graph& g);
 void write_graph_file(const Graph& g, const std::string& path);
 
 // PipeDream per-layer profile (graph.txt). See docs/formats.md for the mapping.

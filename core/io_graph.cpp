@@ -609,6 +609,27 @@ void utf8_checked(const Graph& g, const std::string& what, F&& write) {
 
 }  // namespace
 
+nlohmann::ordered_json graph_summary_json(const Graph& g) {
+  const GraphSummary s = g.summary();
+  return nlohmann::ordered_json{{"name", g.name},
+                                {"ops", s.ops},
+                                {"edges", s.edges},
+                                {"flops", s.flops},
+                                {"flops_forward", s.flops_forward},
+                                {"flops_backward", s.flops_backward},
+                                {"flops_update", s.flops_update},
+                                {"ops_forward", s.ops_forward},
+                                {"ops_backward", s.ops_backward},
+                                {"ops_update", s.ops_update},
+                                {"parameters", s.parameters},
+                                {"parameter_bytes", s.parameter_bytes},
+                                {"optimizer_state_bytes", s.optimizer_bytes},
+                                {"activation_bytes", s.activation_bytes},
+                                {"temp_bytes", s.temp_bytes},
+                                {"colocation_groups", s.colocation_groups},
+                                {"depth", s.depth}};
+}
+
 std::string graph_to_json(const Graph& g) {
   // One op / edge per line: diff-friendly and fast to write for 100k-op graphs. Keys in this
   // order, compact separators; optional keys only when not the default.

@@ -36,28 +36,8 @@ std::vector<std::string> per_op_str(const Graph& g, F f) {
   return r;
 }
 
-// `gdp info --json`'s keys, in its order.
-pb::dict summary_dict(const GraphSummary& s, const std::string& name) {
-  pb::dict d;
-  d["name"] = name;
-  d["ops"] = s.ops;
-  d["edges"] = s.edges;
-  d["flops"] = s.flops;
-  d["flops_forward"] = s.flops_forward;
-  d["flops_backward"] = s.flops_backward;
-  d["flops_update"] = s.flops_update;
-  d["ops_forward"] = s.ops_forward;
-  d["ops_backward"] = s.ops_backward;
-  d["ops_update"] = s.ops_update;
-  d["parameters"] = s.parameters;
-  d["parameter_bytes"] = s.parameter_bytes;
-  d["optimizer_state_bytes"] = s.optimizer_bytes;
-  d["activation_bytes"] = s.activation_bytes;
-  d["temp_bytes"] = s.temp_bytes;
-  d["colocation_groups"] = s.colocation_groups;
-  d["depth"] = s.depth;
-  return d;
-}
+// `gdp info --json`'s keys, in its order (core/io.h).
+pb::dict summary_dict(const Graph& g) { return pb::dict(from_json(graph_summary_json(g))); }
 
 int32_t devices_of(const pb::handle& obj) {
   if (pb::isinstance<pb::int_>(obj) && !pb::isinstance<pb::bool_>(obj)) {
@@ -164,7 +144,7 @@ void bind_graphs(pb::module_& m) {
       .def_property_readonly("topo_order", [](const Graph& g) { return to_array(g.topo_order()); })
       .def("find_op", &Graph::find_op, pb::arg("name"), "Dense index of the op, -1 when absent.")
       .def(
-          "summary", [](const Graph& g) { return summary_dict(g.summary(), g.name); },
+          "summary", [](const Graph& g) { return summary_dict(g); },
           "`gdp info --json`'s figures (without a cluster).")
       .def(
           "to_json", [](const Graph& g) { return graph_to_json(g); }, "gdp-graph JSON text")
@@ -317,7 +297,7 @@ void bind_graphs(pb::module_& m) {
       "info",
       [](const pb::handle& graph, const pb::handle& cluster, const pb::handle& profile) {
         GraphPtr g = as_graph(graph);
-        pb::dict d = summary_dict(g->summary(), g->name);
+        pb::dict d = summary_dict(*g);
         if (!cluster.is_none()) {
           ClusterPtr c = as_cluster(cluster);
           CostPtr cost = as_cost(profile);
