@@ -2,13 +2,11 @@
 // pending event; the next event is the earliest, ties to the lower source index, so that
 // simultaneous events are processed in a fixed order: devices by index, then links by id.
 //
-// EventTree: a tournament tree over a fixed set of event sources (each
-// device and each directed link has at most one pending event). Each node holds the winning
-// (time, source) of its subtree, so the next event is the root and rescheduling a source is
-// one walk to the root with one sibling load and one integer comparison per level: times
-// are non-negative doubles, whose bit patterns order like the values. Ties go to the left
-// subtree, i.e. the lower source index, so simultaneous events are processed in a fixed
-// order: devices by index, then links by id.
+// EventTree: a tournament tree over the sources. Each node holds the winning (time, source)
+// of its subtree, so the next event is the root and rescheduling a source is one walk to the
+// root with one sibling load and one integer comparison per level: times are non-negative
+// doubles, whose bit patterns order like the values. Ties go to the left subtree, i.e. the
+// lower source index.
 #pragma once
 
 #include <emmintrin.h>

@@ -68,10 +68,10 @@ class SimState {
   std::vector<double> link_free_s;  // when the link finishes serializing its last transfer
   std::vector<int32_t> link_head, link_tail, link_last;
   std::vector<int64_t> link_bytes;
-  // Events: one calendar for the devices (op ends), a heap of the busy links' head
-  // arrivals; at equal times devices go first, devices by index, links by id.
-  // The devices' calendar scans (up to 16), the links' is a tree: a scan of 56 links per
-  // event measured 1.8x slower on round-robin placements (sim/event_tree.h).
+  // Events: one calendar for the devices (op ends), one for the links (head arrivals); at
+  // equal times devices go first, devices by index, links by id. The devices' calendar scans
+  // (up to 16), the links' is a tree: a scan of 56 links per event measured 1.8x slower on
+  // round-robin placements (sim/event_tree.h).
   Calendar dev_events;
   EventTree link_events;
   std::vector<int64_t> limit_bytes;  // (num_devices) capacity, or INT64_MAX when unchecked

@@ -608,16 +608,13 @@ double fast_step_time(const SimProgram& P, const Placement& pl, SimState& S, dou
       *stopped = true;
       return lb;
     }
-    if (mem) {
-      EventLoop<false, true, true> loop{P, S, nullptr, dev, limit};
+    auto run = [&](auto&& loop) {
       const double t = loop.run();
       *stopped = loop.stopped;
       return t;
-    }
-    EventLoop<false, false, true> loop{P, S, nullptr, dev, limit};
-    const double t = loop.run();
-    *stopped = loop.stopped;
-    return t;
+    };
+    return mem ? run(EventLoop<false, true, true>{P, S, nullptr, dev, limit})
+               : run(EventLoop<false, false, true>{P, S, nullptr, dev, limit});
   }
   const int mem = prepare<false, true>(P, dev, S);
   if (mem < 0) return kInf;

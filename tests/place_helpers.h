@@ -2,6 +2,7 @@
 // human placement with its report, and a small real graph.
 #pragma once
 
+#include <catch2/catch.hpp>
 #include <map>
 #include <string>
 
@@ -132,6 +133,21 @@ inline place::PlaceResult run_method(const place::Registry& reg, const std::stri
 inline SimResult simulate(const Graph& g, const Cluster& c, const Placement& p) {
   Simulator sim(g, c, CostModel());
   return sim.run(p);
+}
+
+// Two runs of a search that must be the same run (a seed rerun, an exact speed-up): placement,
+// samples, the best-so-far curve and, unless `same_note` is false, the note.
+inline void check_same_search(const place::PlaceResult& a, const place::PlaceResult& b,
+                              bool same_note = true) {
+  CHECK(a.placement.device == b.placement.device);
+  CHECK(a.report.best_step_s == b.report.best_step_s);
+  CHECK(a.report.samples == b.report.samples);
+  REQUIRE(a.report.curve.size() == b.report.curve.size());
+  for (size_t k = 0; k < a.report.curve.size(); ++k) {
+    CHECK(a.report.curve[k].samples == b.report.curve[k].samples);
+    CHECK(a.report.curve[k].best_step_s == b.report.curve[k].best_step_s);
+  }
+  if (same_note) CHECK(a.report.note == b.report.note);
 }
 
 }  // namespace gdp::test

@@ -57,14 +57,8 @@ TEST_CASE("rl/hdp is deterministic per seed", "[rl][hdp]") {
   const nlohmann::json o = {{"hidden_size", 8}, {"num_children", 3}};
   const place::PlaceResult a = run_method("hdp", g, c, 300, 11, o);
   const place::PlaceResult b = run_method("hdp", g, c, 300, 11, o);
-  CHECK(a.placement.device == b.placement.device);
   CHECK(a.report.samples == 300);
-  REQUIRE(a.report.curve.size() == b.report.curve.size());
-  for (size_t i = 0; i < a.report.curve.size(); ++i) {
-    CHECK(a.report.curve[i].samples == b.report.curve[i].samples);
-    CHECK(a.report.curve[i].best_step_s == b.report.curve[i].best_step_s);
-  }
-  CHECK(a.report.note == b.report.note);
+  test::check_same_search(a, b);
 }
 
 TEST_CASE("rl/hdp charges invalid placements the failing signal", "[rl][hdp]") {

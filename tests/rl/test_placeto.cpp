@@ -79,14 +79,7 @@ TEST_CASE("rl/placeto is deterministic per seed", "[rl][placeto]") {
   const nlohmann::json o = {{"width", 16}, {"rounds", 4}};
   const place::PlaceResult a = run_method("placeto", g, c, 150, 7, o);
   const place::PlaceResult b = run_method("placeto", g, c, 150, 7, o);
-  CHECK(a.placement.device == b.placement.device);
-  CHECK(a.report.samples == b.report.samples);
-  CHECK(a.report.note == b.report.note);
-  REQUIRE(a.report.curve.size() == b.report.curve.size());
-  for (size_t i = 0; i < a.report.curve.size(); ++i) {
-    CHECK(a.report.curve[i].samples == b.report.curve[i].samples);
-    CHECK(a.report.curve[i].best_step_s == b.report.curve[i].best_step_s);
-  }
+  test::check_same_search(a, b);
 }
 
 TEST_CASE("rl/placeto coarsening merges colocation groups and scopes within the limit",
