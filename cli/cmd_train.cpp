@@ -69,7 +69,8 @@ int cmd_train(int argc, char** argv) {
         "ckpt-<iteration>.bin, atomic) and summary.json (docs/policy.md).\n"
         "  --method M      gdp (default), hdp (one graph) or placeto (one graph or a suite)\n"
         "  --options O     hdp, placeto: the method's options (gdp place --list), JSON or a file\n"
-        "  --config F      gdp: training configuration JSON (rl/gdp/trainer.h; docs/policy.md)\n"
+        "  --config F      gdp: training configuration JSON (rl/gdp/trainer.h; docs/policy.md);\n"
+        "                  its regime defaults to transfer with --suite, search otherwise\n"
         "  --checkpoint-every N  iterations between checkpoints (default: gdp's config, hdp 100,\n"
         "                  placeto 1; 0 = only at the end)\n"
         "  --samples N     budget: simulated placements over all graphs (default 5000 per graph\n"
@@ -129,15 +130,23 @@ int cmd_train(int argc, char** argv) {
     throw UsageError("--config is gdp's; give hdp and placeto their settings with --options");
   if (a.has("--options")) s.options = place::parse_options_arg(a.get("--options"));
   s.checkpoint_every = static_cast<int32_t>(a.integer("--checkpoint-every", -1, 0, 1 << 30));
+  // Pre-training on a suite defaults to the transfer regime, one graph to the search regime
+  // (rl/gdp/trainer.h TrainConfig::regime); a config's "regime" key overrides either.
+  const std::string regime = a.has("--suite") ? "transfer" : "search";
   if (a.has("--config")) {
     const std::string path = a.get("--config");
-    s.config = rl::TrainConfig::from_json(StrictJson(path).parse(read_text_file(path)), path);
+    s.config =
+        rl::TrainConfig::from_json(StrictJson(path).parse(read_text_file(path)), path, regime);
+  } else {
+    s.config = rl::TrainConfig::preset(regime);
   }
   if (a.has("--expert")) {
     if (s.method != "gdp") throw UsageError("--expert is gdp's (expert iteration)");
     s.config.expert.anneal_samples = static_cast<int32_t>(a.integer("--expert", 0, 1, 1 << 20));
     if (s.config.elite.size == 0)
-      throw UsageError("--expert imitates the elites: the config's elite.size must be > 0");
+      throw UsageError(
+          "--expert imitates the elites: the config's elite.size must be > 0 (the transfer "
+          "regime, the default of --suite, keeps none: give --config with elite.size)");
   }
   s.budget.samples = a.integer("--samples", 0, 1, int64_t{1} << 40);
   s.budget.seconds = a.number("--seconds", 0, 1e-3, 1e9);

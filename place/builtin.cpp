@@ -14,6 +14,7 @@ void register_builtin_methods(Registry& r) {
   r.add(m_sct_method());
   r.add(anneal_method());
   r.add(exhaustive_method());
+  r.add(stage_cut_method());
 }
 
 }  // namespace gdp::place

@@ -16,5 +16,7 @@ MethodInfo m_etf_method();       // place/baechi_etf.cpp
 MethodInfo m_sct_method();       // place/baechi_sct.cpp
 MethodInfo anneal_method();      // place/anneal.cpp
 MethodInfo exhaustive_method();  // place/exhaustive.cpp
+// The non-learned control of the stage coordinates (place/stages.h).
+MethodInfo stage_cut_method();  // place/stage_cut.cpp
 
 }  // namespace gdp::place

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/json_strict.h"
+#include "place/stages.h"
 #include "place/units.h"
 
 namespace gdp::rl {
@@ -204,6 +205,7 @@ NodeFeatures featurize(const Graph& g, const Cluster& c, const OpVocabulary& voc
   f.x = nn::Tensor({N, kNodeFeatures});
   f.op_type.resize(N);
   float* x = f.x.data();
+  std::vector<double> op_time(N);
   double sum_flops = 0, sum_time = 0, sum_param = 0, sum_resident = 0, sum_output = 0;
   int64_t n_phase[3] = {0, 0, 0}, n_grouped = 0, n_measured = 0;
   for (int32_t v = 0; v < N; ++v) {
@@ -252,6 +254,7 @@ NodeFeatures featurize(const Graph& g, const Cluster& c, const OpVocabulary& voc
     }
     const double t = cost.op_time_s(op, dev0);
     put(feat::cost_time, log10p(t, kTimeUnit));
+    op_time[v] = t;
     sum_time += t;
 
     const double param = static_cast<double>(op.param_bytes);
@@ -283,6 +286,16 @@ NodeFeatures featurize(const Graph& g, const Cluster& c, const OpVocabulary& voc
     put(feat::unit_resident_frac, std::min(unit_resident[u] / cap, kNodeFracCap));
   }
 
+  const place::StageCoordinates sc = place::stage_coordinates(g, op_time);
+  for (int32_t v = 0; v < N; ++v) {
+    float* row = x + static_cast<int64_t>(v) * kNodeFeatures;
+    row[feat::stage_time] = static_cast<float>(sc.by_time[v]);
+    row[feat::stage_memory] = static_cast<float>(sc.by_memory[v]);
+    row[feat::stage_rank] = static_cast<float>(sc.by_rank[v]);
+  }
+  f.stage_rank = sc.rank;
+  f.num_stage_ranks = sc.num_ranks;
+
   f.adj = nn::make_adjacency(N, src, dst);
 
   f.graph_stats = nn::Tensor({1, kGraphFeatures});
@@ -311,6 +324,7 @@ NodeFeatures featurize(const Graph& g, const Cluster& c, const OpVocabulary& voc
   gput(feat::g_units_frac, frac(static_cast<double>(units.num_units())));
   gput(feat::g_frac_measured, frac(static_cast<double>(n_measured)));
   gput(feat::g_device_memory, log10p(cap, 1e9));
+  gput(feat::g_stage_ranks, log10p(static_cast<double>(sc.num_ranks), 1));
   return f;
 }
 

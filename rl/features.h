@@ -48,8 +48,12 @@ class OpVocabulary {
   std::unordered_map<std::string, int32_t> index_;  // type -> 1..V-1
 };
 
-constexpr int32_t kNodeFeatures = 36;   // K: width of NodeFeatures::x
-constexpr int32_t kGraphFeatures = 19;  // G: width of NodeFeatures::graph_stats
+constexpr int32_t kNodeFeatures = 39;   // K: width of NodeFeatures::x
+constexpr int32_t kGraphFeatures = 20;  // G: width of NodeFeatures::graph_stats
+// The first feature set (policies trained before the stage coordinates, PolicyConfig
+// features 1) reads only the leading columns: the columns added since are appended.
+constexpr int32_t kNodeFeaturesV1 = 36;
+constexpr int32_t kGraphFeaturesV1 = 19;
 
 // Column indices of NodeFeatures::x (docs/policy.md has the transforms).
 namespace feat {
@@ -90,6 +94,10 @@ enum NodeColumn : int32_t {
   has_group,           // colocation group present
   group_size,          // log10(ops in the group)
   unit_resident_frac,  // resident bytes of the op's unit (group, else the op) / capacity
+  // Structural stage coordinates (place/stages.h), features 2 on:
+  stage_time,    // midpoint of the op's stage rank in cumulative op time, [0, 1]
+  stage_memory,  // the same in cumulative resident + output bytes
+  stage_rank,    // (rank + 0.5) / ranks
   kNodeCount
 };
 enum GraphColumn : int32_t {
@@ -112,6 +120,7 @@ enum GraphColumn : int32_t {
   g_units_frac,  // colocation units / ops
   g_frac_measured,
   g_device_memory,  // smallest device capacity, log10(1 + GB)
+  g_stage_ranks,    // stage ranks (place/stages.h), log10(1 + R); features 2 on
   kGraphCount
 };
 }  // namespace feat
@@ -125,6 +134,8 @@ struct NodeFeatures {
   std::shared_ptr<const nn::Adjacency> adj;  // data edges (deduplicated src->dst), N nodes
   std::vector<int64_t> topo;                 // (N) op at each topological position
   nn::Tensor graph_stats;                    // (1, G) float
+  std::vector<int32_t> stage_rank;           // (N) place/stages.h's rank of each op
+  int32_t num_stage_ranks = 0;
 };
 
 // Deterministic; linear in the graph. Measured time: the op's time for the cluster's device

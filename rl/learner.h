@@ -31,6 +31,9 @@ struct TrainGraph {
   const Graph* graph = nullptr;
   const Cluster* cluster = nullptr;
   place::Run* run = nullptr;
+  // The graph's family (a suite entry's model, "random/<family>" for the random families;
+  // empty: a family of its own). GDP's transfer regime weighs families, not graphs, equally.
+  std::string family = {};
 };
 
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();

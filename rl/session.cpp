@@ -28,7 +28,7 @@ constexpr int kSessionVersion = 1;
 
 // The graphs and clusters of a session, materialized (they outlive the trainer).
 struct Materialized {
-  std::vector<std::string> names;
+  std::vector<std::string> names, families;
   std::vector<Graph> graphs;
   std::vector<Cluster> clusters;
   CostModel cost;
@@ -38,15 +38,22 @@ std::unique_ptr<Materialized> materialize(const SessionSpec& s) {
   auto m = std::make_unique<Materialized>();
   if (!s.profile_path.empty()) m->cost = CostModel::from_json_file(s.profile_path);
   if (!s.suite_path.empty()) {
+    const datasets::SuiteSpec spec = datasets::read_suite_spec(s.suite_path);
+    for (const datasets::SuiteEntrySpec& e : spec.entries)
+      m->families.push_back(e.model.empty()       ? e.name
+                            : e.model == "random" ? "random/" + e.options.family
+                                                  : e.model);
     for (auto& e : datasets::load_suite(s.suite_path)) {
       m->names.push_back(e.name);
       m->graphs.push_back(std::move(e.graph));
       m->clusters.push_back(std::move(e.cluster));
     }
+    if (m->families.size() != m->names.size()) m->families.assign(m->names.size(), "");
   } else {
     m->graphs.push_back(read_graph_file(s.graph_path));
     m->clusters.push_back(read_cluster(s.cluster));
     m->names.push_back(m->graphs.back().name);
+    m->families.push_back("");
   }
   return m;
 }
@@ -54,7 +61,7 @@ std::unique_ptr<Materialized> materialize(const SessionSpec& s) {
 std::vector<TrainGraph> train_graphs(const Materialized& m) {
   std::vector<TrainGraph> r;
   for (size_t i = 0; i < m.graphs.size(); ++i)
-    r.push_back(TrainGraph{m.names[i], &m.graphs[i], &m.clusters[i], nullptr});
+    r.push_back(TrainGraph{m.names[i], &m.graphs[i], &m.clusters[i], nullptr, m.families[i]});
   return r;
 }
 

@@ -26,14 +26,15 @@ constexpr std::array<const char*, kNodeFeatures> kNodeColumns = {
     "cost_time",      "param_bytes",       "optimizer_bytes", "output_bytes",
     "temp_bytes",     "resident_frac",     "output_frac",     "in_degree",
     "out_degree",     "in_edge_bytes",     "out_edge_bytes",  "topo_pos",
-    "level",          "has_group",         "group_size",      "unit_resident_frac"};
+    "level",          "has_group",         "group_size",      "unit_resident_frac",
+    "stage_time",     "stage_memory",      "stage_rank"};
 constexpr std::array<const char*, kGraphFeatures> kGraphColumns = {
     "ops",          "edges",       "mean_degree",   "depth",         "depth_frac",
     "flops",        "cost_time",   "param_bytes",   "resident_frac", "memory_frac",
     "devices",      "log_devices", "frac_forward",  "frac_backward", "frac_update",
-    "frac_grouped", "units_frac",  "frac_measured", "device_memory"};
-static_assert(feat::unit_resident_frac == kNodeFeatures - 1);
-static_assert(feat::g_device_memory == kGraphFeatures - 1);
+    "frac_grouped", "units_frac",  "frac_measured", "device_memory", "stage_ranks"};
+static_assert(feat::stage_rank == kNodeFeatures - 1);
+static_assert(feat::g_stage_ranks == kGraphFeatures - 1);
 
 }  // namespace
 

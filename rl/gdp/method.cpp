@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "nn/autograd.h"
 #include "place/registry.h"
+#include "place/repair.h"
 #include "rl/gdp/pretrained.h"
 #include "rl/gdp/trainer.h"
 #include "rl/register.h"
@@ -78,10 +79,34 @@ class GdpPlacer : public place::Placer {
         std::min<int64_t>(samples_, std::max<int64_t>(0, run.samples_left() - 1)));
     const std::vector<int32_t> acts = sample_actions(logits.value(), n, rng);
     for (int32_t k = 0; k < n; ++k) ps.push_back(placement_of(in.units, acts, k));
-    run.evaluate(ps);
+    const std::vector<double> t = run.evaluate(ps);
+    int32_t raw_valid = 0;
+    for (double x : t) raw_valid += std::isfinite(x);
+    // Nothing the network gave fits: repair the greedy placement, then the samples in order,
+    // until one fits (place/repair.h), every simulation counted.
+    std::string repaired;
+    if (!run.has_best()) {
+      std::vector<double> key(static_cast<size_t>(pb.graph().num_ops()));
+      for (size_t v = 0; v < key.size(); ++v)
+        key[v] = in.features.x[static_cast<int64_t>(v) * kNodeFeatures + feat::stage_time];
+      for (size_t k = 0; k < ps.size() && !run.has_best(); ++k) {
+        const place::RepairResult r = place::repair_memory(pb, ps[k], key);
+        run.count_samples(r.simulations - 1);  // its last simulation is the evaluation below
+        if (r.valid) {
+          run.evaluate(r.placement);
+          repaired = "; " + std::string(k == 0 ? "the greedy placement" : "a sample") +
+                     " repaired (" + std::to_string(r.moved_ops) + " ops moved)";
+        } else {
+          run.count_samples(1);
+        }
+        if (k >= 8) break;  // repair is a fallback, not a search
+      }
+    }
     run.set_note("zero-shot: greedy" +
                  (n ? " and " + std::to_string(n) + " samples" : std::string()) + " from " +
-                 checkpoint_);
+                 checkpoint_ + ", " + std::to_string(in.num_units()) + " decisions; " +
+                 std::to_string(raw_valid) + "/" + std::to_string(ps.size()) + " valid as decoded" +
+                 repaired);
     return run.has_best() ? run.best() : ps[0];
   }
 

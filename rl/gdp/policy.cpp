@@ -11,6 +11,7 @@
 #include "nn/graph_ops.h"
 #include "nn/ops.h"
 #include "nn/sampling.h"
+#include "place/stages.h"
 #include "rl/gdp/ppo.h"
 
 namespace gdp::rl {
@@ -35,7 +36,7 @@ PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string&
   sj.check_keys(j, "", {},
                 {"max_devices", "type_embedding", "width", "sage_layers", "attention", "lstm",
                  "attention_layers", "heads", "ffn", "segment", "memory", "superposition",
-                 "film_hidden", "anchor"});
+                 "film_hidden", "anchor", "features", "decision"});
   PolicyConfig c;
   c.max_devices = int_key(sj, j, "max_devices", c.max_devices, 1, 1024);
   c.type_embedding = int_key(sj, j, "type_embedding", c.type_embedding, 1, 4096);
@@ -51,6 +52,12 @@ PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string&
   c.superposition = bool_key(sj, j, "superposition", c.superposition);
   c.film_hidden = int_key(sj, j, "film_hidden", c.film_hidden, 1, 65536);
   c.anchor = bool_key(sj, j, "anchor", c.anchor);
+  c.features = int_key(sj, j, "features", c.features, 1, 2);
+  if (j.contains("decision")) {
+    c.decision = sj.string(j, "decision", "");
+    if (c.decision != "op" && c.decision != "stage")
+      sj.fail("decision", "expected \"op\" or \"stage\", got \"" + c.decision + "\"");
+  }
   if (c.width % c.heads != 0)
     sj.fail("heads", "expected a divisor of width " + std::to_string(c.width) + ", got " +
                          std::to_string(c.heads));
@@ -73,6 +80,8 @@ nlohmann::ordered_json PolicyConfig::to_json() const {
   j["superposition"] = superposition;
   j["film_hidden"] = film_hidden;
   j["anchor"] = anchor;
+  j["features"] = features;
+  j["decision"] = decision;
   return j;
 }
 
@@ -83,10 +92,10 @@ BasicPolicy<T>::BasicPolicy(const PolicyConfig& config, OpVocabulary vocab, uint
   const int32_t D = c.width, E = c.type_embedding, A = c.max_devices;
   auto bound = [](int64_t fan_in) { return 1.0 / std::sqrt(static_cast<double>(fan_in)); };
   type_table_ = params_.add_normal("embed.type", {vocab_.size(), E}, 1.0, rng_);
-  w_in_ =
-      params_.add_uniform("in.w", {D, 2 * kNodeFeatures + E}, bound(2 * kNodeFeatures + E), rng_);
-  b_in_ = params_.add_uniform("in.b", {D}, bound(2 * kNodeFeatures + E), rng_);
-  w_g_ = params_.add_uniform("in.w_graph", {D, kGraphFeatures}, bound(kGraphFeatures), rng_);
+  const int32_t F = node_width(), G = graph_width();
+  w_in_ = params_.add_uniform("in.w", {D, 2 * F + E}, bound(2 * F + E), rng_);
+  b_in_ = params_.add_uniform("in.b", {D}, bound(2 * F + E), rng_);
+  w_g_ = params_.add_uniform("in.w_graph", {D, G}, bound(G), rng_);
   sage_ = std::make_unique<nn::BasicSageEncoder<T>>(
       params_, "sage", nn::SageConfig{D, D, c.sage_layers, true}, rng_);
   const bool xl = c.attention && !c.lstm;
@@ -121,7 +130,9 @@ BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c,
                      std::to_string(config_.max_devices));
   BasicPolicyInput<T> in;
   in.features = featurize(g, c, vocab_, cost);
-  in.units = place::Units::colocation(g);
+  in.units = config_.decision == "stage"
+                 ? place::stage_units(g, in.features.stage_rank, in.features.num_stage_ranks)
+                 : place::Units::colocation(g);
   in.num_devices = D;
   const int32_t N = g.num_ops(), U = in.units.num_units(), A = config_.max_devices;
   in.unit_of_topo.resize(N);
@@ -147,22 +158,26 @@ BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c,
   // graph are nearly equal and the policy can only learn one device preference for all).
   {
     const nn::Tensor& xf = in.features.x;
-    const int64_t F = xf.dim(1);
+    const int64_t W = xf.dim(1), F = node_width();  // the policy reads the first F columns
     std::vector<T> xs(static_cast<size_t>(N) * 2 * F);
     for (int64_t f = 0; f < F; ++f) {
       double mean = 0, sq = 0;
-      for (int64_t i = 0; i < N; ++i) mean += xf[i * F + f];
+      for (int64_t i = 0; i < N; ++i) mean += xf[i * W + f];
       mean /= N;
-      for (int64_t i = 0; i < N; ++i) sq += (xf[i * F + f] - mean) * (xf[i * F + f] - mean);
+      for (int64_t i = 0; i < N; ++i) sq += (xf[i * W + f] - mean) * (xf[i * W + f] - mean);
       const double inv = 1.0 / std::sqrt(sq / N + 1e-6);
       for (int64_t i = 0; i < N; ++i) {
-        xs[i * 2 * F + f] = static_cast<T>(xf[i * F + f]);
-        xs[i * 2 * F + F + f] = static_cast<T>((xf[i * F + f] - mean) * inv);
+        xs[i * 2 * F + f] = static_cast<T>(xf[i * W + f]);
+        xs[i * 2 * F + F + f] = static_cast<T>((xf[i * W + f] - mean) * inv);
       }
     }
     in.x = nn::BasicTensor<T>::from_vector({N, 2 * F}, xs);
   }
-  in.stats = in.features.graph_stats.template cast<T>();
+  {
+    const float* gs = in.features.graph_stats.data();
+    in.stats =
+        nn::BasicTensor<T>::from_vector({1, graph_width()}, std::vector<T>(gs, gs + graph_width()));
+  }
   return in;
 }
 

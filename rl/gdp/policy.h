@@ -63,6 +63,14 @@ struct PolicyConfig {
   bool superposition = true;  // false: no graph-level gating (ablation)
   bool anchor = true;         // pin the first unit to device 0 on interchangeable devices
   int32_t film_hidden = 64;
+  // Input feature set: 1, the first 36 node and 19 graph columns (policies trained before
+  // the stage coordinates); 2, all of rl/features.h (the stage coordinates too).
+  int32_t features = 1;
+  // What one decision places: "op", a colocation unit (a group or a lone op); "stage", every
+  // op of one structural stage rank (place/stages.h: a parameter group and the ops that hang
+  // off it, forward, backward and update), so that a reward difference has a cause the
+  // network can learn (docs/ppo.md, "Transfer").
+  std::string decision = "op";
 
   // Strict: unknown keys, wrong types and impossible values are InputErrors naming `source`
   // and the key. Missing keys keep their defaults.
@@ -109,6 +117,9 @@ class BasicPolicy {
 
   const PolicyConfig& config() const { return config_; }
   const OpVocabulary& vocabulary() const { return vocab_; }
+  // Feature columns the network reads (PolicyConfig::features).
+  int32_t node_width() const { return config_.features == 1 ? kNodeFeaturesV1 : kNodeFeatures; }
+  int32_t graph_width() const { return config_.features == 1 ? kGraphFeaturesV1 : kGraphFeatures; }
   nn::BasicParameterBuffer<T>& params() { return params_; }
   const nn::BasicParameterBuffer<T>& params() const { return params_; }
 

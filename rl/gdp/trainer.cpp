@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <numeric>
 
 #include "core/error.h"
@@ -111,15 +112,41 @@ double num_key(const StrictJson& sj, const nlohmann::json& j, const char* key, d
 
 }  // namespace
 
-TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& source) {
-  StrictJson sj(source);
-  sj.check_keys(j, "", {},
-                {"policy", "ppo", "reward", "samples_per_iteration", "epochs", "minibatches", "lr",
-                 "grad_clip", "checkpoint_every", "keep_reference", "imitation_steps", "warm_start",
-                 "elite", "explore", "expert", "entropy_decay_iterations"});
+TrainConfig TrainConfig::preset(const std::string& regime, const std::string& source) {
   TrainConfig c;
-  if (j.contains("policy"))
-    c.policy = PolicyConfig::from_json(sj.object(j, "policy", ""), source + ": policy");
+  if (regime == "search") return c;
+  if (regime != "transfer")
+    throw InputError(source + ": expected \"search\" or \"transfer\", got \"" + regime + "\"");
+  c.regime = regime;
+  c.policy.features = 2;
+  c.policy.decision = "stage";
+  c.samples_per_iteration = 16;
+  c.imitation_steps = 0;
+  c.warm_start.clear();
+  c.elite.size = 0;
+  c.explore.local_fraction = 0;
+  c.ppo.baseline = Baseline::mean;
+  c.type_dropout = 0.1;
+  c.family_weights = true;
+  return c;
+}
+
+TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& source,
+                                   const std::string& default_regime) {
+  StrictJson sj(source);
+  sj.check_keys(
+      j, "", {},
+      {"regime", "policy", "ppo", "reward", "samples_per_iteration", "epochs", "minibatches", "lr",
+       "grad_clip", "checkpoint_every", "keep_reference", "imitation_steps", "warm_start", "elite",
+       "explore", "expert", "entropy_decay_iterations", "type_dropout", "family_weights"});
+  TrainConfig c = preset(j.contains("regime") ? sj.string(j, "regime", "") : default_regime,
+                         source + ": regime");
+  if (j.contains("policy")) {
+    // The regime's policy keys are the defaults of the given ones.
+    nlohmann::json p = c.policy.to_json();
+    for (const auto& [k, v] : sj.object(j, "policy", "").items()) p[k] = v;
+    c.policy = PolicyConfig::from_json(p, source + ": policy");
+  }
   if (j.contains("ppo")) {
     const nlohmann::json& p = sj.object(j, "ppo", "");
     StrictJson sp(source + ": ppo");
@@ -213,11 +240,14 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
   }
   c.entropy_decay_iterations =
       int_key(sj, j, "entropy_decay_iterations", c.entropy_decay_iterations, 0, 1 << 30);
+  c.type_dropout = num_key(sj, j, "type_dropout", c.type_dropout, 0, 1);
+  if (j.contains("family_weights")) c.family_weights = sj.boolean(j, "family_weights", "");
   return c;
 }
 
 nlohmann::ordered_json TrainConfig::to_json() const {
   nlohmann::ordered_json j;
+  j["regime"] = regime;
   j["policy"] = policy.to_json();
   j["ppo"] = {{"clip", ppo.clip},
               {"entropy_coef", ppo.entropy_coef},
@@ -245,6 +275,8 @@ nlohmann::ordered_json TrainConfig::to_json() const {
   j["expert"] = {
       {"anneal_samples", expert.anneal_samples}, {"mix", expert.mix}, {"t_ratio", expert.t_ratio}};
   j["entropy_decay_iterations"] = entropy_decay_iterations;
+  j["type_dropout"] = type_dropout;
+  j["family_weights"] = family_weights;
   return j;
 }
 
@@ -257,6 +289,11 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
       start_(std::chrono::steady_clock::now()) {
   if (graphs.empty()) throw InputError("train: no graphs");
   if (init) {
+    // Fine-tuning keeps its start: no heuristic warm start and no behaviour cloning over the
+    // checkpoint (they would overwrite what pre-training learned); the elites and local
+    // proposals then start from the policy's own placements.
+    config_.warm_start.clear();
+    config_.imitation_steps = 0;
     config_.policy = init->config();
     policy_ = std::make_unique<Policy>(config_.policy, init->vocabulary(), seed);
     policy_->params().values().copy_from(init->params().values());
@@ -294,6 +331,20 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
       st.scopes = place::unit_scopes(problem.graph(), st.input.units);
     }
     graphs_.push_back(std::move(st));
+  }
+  // Loss weights: 1 / graphs, or 1 / (families x graphs of the family).
+  std::map<std::string, int32_t> family_size;
+  for (size_t i = 0; i < graphs_.size(); ++i) {
+    const std::string& f = graphs_[i].spec.family;
+    ++family_size[f.empty() ? "#" + std::to_string(i) : f];
+  }
+  for (size_t i = 0; i < graphs_.size(); ++i) {
+    const std::string& f = graphs_[i].spec.family;
+    graphs_[i].loss_weight =
+        config_.family_weights
+            ? 1.0f / static_cast<float>(family_size.size() *
+                                        family_size[f.empty() ? "#" + std::to_string(i) : f])
+            : 1.0f / static_cast<float>(graphs_.size());
   }
 }
 
@@ -478,7 +529,6 @@ std::vector<IterationStats> Trainer::step() {
       config_.elite.size > 0
           ? config_.elite.weight * linear_decay(iteration_, config_.elite.decay_iterations)
           : 0.0;
-  const float inv_graphs = 1.0f / static_cast<float>(graphs_.size());
   nn::ParameterBuffer& params = policy_->params();
   struct Batch {
     std::vector<int32_t> actions;  // (K_on * U)
@@ -496,6 +546,12 @@ std::vector<IterationStats> Trainer::step() {
     if (!st.owned) continue;
     Rng& rng = rng_of(st);
     const size_t U = static_cast<size_t>(st.input.num_units());
+    if (config_.type_dropout > 0) {  // this iteration's types, for sampling and the updates
+      std::vector<int64_t>& type = st.input.features.op_type;
+      if (st.op_type.empty()) st.op_type = type;
+      for (size_t i = 0; i < type.size(); ++i)
+        type[i] = rng.chance(config_.type_dropout) ? 0 : st.op_type[i];
+    }
     nn::Var logits;
     {
       std::unique_ptr<nn::NoGradGuard> no_grad;
@@ -576,7 +632,7 @@ std::vector<IterationStats> Trainer::step() {
       PpoStats ps_stats;
       const nn::Var loss = graph_loss(logits, b.actions, b.old_logp, b.adv, b.elites, ppo, elite_w,
                                       ps_stats, row.elite_ce);
-      nn::backward(nn::scale(loss, inv_graphs));
+      nn::backward(nn::scale(loss, st.loss_weight));
       lap(times_.backward_s);
       row.entropy = ps_stats.entropy;
       row.loss = ps_stats.loss;
@@ -622,7 +678,7 @@ std::vector<IterationStats> Trainer::step() {
         IterationStats& row = rows[gi];
         const nn::Var loss =
             graph_loss(logits, acts, old, adv, b.elites, ppo, elite_w, ps_stats, row.elite_ce);
-        nn::backward(nn::scale(loss, inv_graphs));
+        nn::backward(nn::scale(loss, graphs_[gi].loss_weight));
         lap(times_.backward_s);
         if (!reuse_first && e == 0 && mb == 0) row.entropy = ps_stats.entropy;
         row.loss = ps_stats.loss;

@@ -57,6 +57,13 @@ struct ExpertConfig {
 };
 
 struct TrainConfig {
+  // The named regime whose defaults the other keys start from (docs/ppo.md): "search", the
+  // levers that win on one graph (GDP-one, fine-tuning: local proposals, elites, warm start;
+  // the defaults below); "transfer", pre-training for zero-shot transfer (`gdp train
+  // --suite`): stage decisions over the stage features, K = 16 on-policy samples, no warm
+  // start, no behaviour cloning, no elites, no local proposals, type dropout 0.1, families
+  // weighted equally.
+  std::string regime = "search";
   PolicyConfig policy;
   PpoConfig ppo;
   RewardConfig reward;
@@ -85,9 +92,21 @@ struct TrainConfig {
   ExpertConfig expert;
   // The entropy bonus falls linearly to 0 over this many iterations (0: constant).
   int32_t entropy_decay_iterations = 0;
+  // Each iteration, each op's type is replaced by the unknown slot (vocabulary index 0) with
+  // this chance, the same for the sampling pass and the updates: the unknown row and the
+  // other features learn to place ops of types pre-training never saw (PipeDream layers,
+  // PyTorch imports).
+  double type_dropout = 0;
+  // GDP-batch: each graph's loss weighs 1 / (families x graphs of its family) instead of
+  // 1 / graphs, so that 32 random graphs do not outvote 8 models (TrainGraph::family).
+  bool family_weights = false;
 
+  // The defaults of a regime ("search" or "transfer"); InputError naming `source` otherwise.
+  static TrainConfig preset(const std::string& regime, const std::string& source = "regime");
   // Strict: unknown keys, wrong types, impossible values -> InputError naming source and key.
-  static TrainConfig from_json(const nlohmann::json& j, const std::string& source);
+  // The keys given override the defaults of the config's "regime", else of default_regime.
+  static TrainConfig from_json(const nlohmann::json& j, const std::string& source,
+                               const std::string& default_regime = "search");
   nlohmann::ordered_json to_json() const;
 };
 
@@ -165,6 +184,8 @@ class Trainer : public Learner {
     place::UnitAdjacency adjacency;  // for the local proposals' boundary moves
     place::UnitScopes scopes;        // and their scope moves
     std::vector<int32_t> greedy;     // (U) the greedy actions of the last iteration (diagnostics)
+    std::vector<int64_t> op_type;    // (N) the op types before TrainConfig::type_dropout
+    float loss_weight = 1;           // of its loss in the iteration's sum (family_weights)
     std::unique_ptr<place::Annealer> annealer;  // the expert step's search (built on first use)
     double anneal_t0 = 0;                       // its calibrated start temperature (0: not yet)
     Rng rng;            // this graph's sampling and proposals (GDP-batch; GDP-one uses rng_)

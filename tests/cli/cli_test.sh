@@ -145,7 +145,7 @@ H
   {"name": "chain", "model": "random", "options": {"family": "block_chain", "ops": 200, "seed": 3}, "cluster": "v100x2-nvlink"}]}
 JSON
     cat > "$tmp/c.json" <<'JSON'
-{"policy": {"width": 16, "ffn": 32, "segment": 16, "memory": 16, "film_hidden": 8, "type_embedding": 4, "attention_layers": 1},
+{"regime": "search", "policy": {"width": 16, "ffn": 32, "segment": 16, "memory": 16, "film_hidden": 8, "type_embedding": 4, "attention_layers": 1},
  "imitation_steps": 3, "expert": {"anneal_samples": 8}, "checkpoint_every": 2}
 JSON
     args=(--suite "$tmp/s.json" --config "$tmp/c.json" --seed 3 --quiet)

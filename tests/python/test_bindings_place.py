@@ -22,6 +22,7 @@ CASES = {
     "m-etf": (None, None),
     "m-sct": (None, None),
     "anneal": ({"p_scope": 0.2}, 200),
+    "stage-cut": (None, None),
     "gdp": ({"samples": 4}, None),
     "gdp-anneal": (None, 64),
     "hdp": (None, 32),

@@ -16,6 +16,7 @@
 #include "core/io.h"
 #include "datasets/random_families.h"
 #include "datasets/suite.h"
+#include "place/stages.h"
 #include "place_helpers.h"
 #include "rl/features.h"
 #include "sim/cost_model.h"
@@ -157,6 +158,15 @@ TEST_CASE("rl/features every column of a hand-built op matches its formula", "[r
   want[feat::has_group] = 1;
   want[feat::group_size] = std::log10(2.0);
   want[feat::unit_resident_frac] = 13000 / cap;  // a's 12000 + b's 1000
+  // The stage coordinates are place/stages.h's (tested there), on the cost model's times.
+  std::vector<double> times;
+  for (const Op& op : g.ops()) times.push_back(cost.op_time_s(op, c.devices[0]));
+  const place::StageCoordinates sc = place::stage_coordinates(g, times);
+  want[feat::stage_time] = sc.by_time[0];
+  want[feat::stage_memory] = sc.by_memory[0];
+  want[feat::stage_rank] = sc.by_rank[0];
+  CHECK(f.stage_rank == sc.rank);
+  CHECK(f.num_stage_ranks == sc.num_ranks);
   for (int32_t k = 0; k < kNodeFeatures; ++k) {
     INFO("column " << k);
     CHECK(at(x, 0, k) == Approx(want[k]).margin(1e-7));
@@ -226,6 +236,7 @@ TEST_CASE("rl/features every column of a hand-built op matches its formula", "[r
   gw[feat::g_units_frac] = 0.75;
   gw[feat::g_frac_measured] = 0.5;
   gw[feat::g_device_memory] = lg(cap, 1e9);
+  gw[feat::g_stage_ranks] = lg(sc.num_ranks, 1);
   for (int32_t k = 0; k < kGraphFeatures; ++k) {
     INFO("graph column " << k);
     CHECK(s.at({0, k}) == Approx(gw[k]).margin(1e-7));

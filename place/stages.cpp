@@ -1,0 +1,253 @@
+// Structural stage coordinates (see stages.h for the rules).
+#include "place/stages.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <numeric>
+#include <string>
+
+#include "core/error.h"
+#include "place/units.h"
+
+namespace gdp::place {
+
+namespace {
+
+constexpr int32_t kNone = -1;
+
+// Multi-source breadth-first search over the undirected edges between ops that `eligible`
+// accepts: every eligible op without a rank takes the rank of the nearest op with one; the
+// sources are taken lowest rank first, so ties go to the lower rank.
+template <typename Eligible>
+void spread_ranks(const Graph& g, std::vector<int32_t>& rank, Eligible eligible) {
+  const int32_t N = g.num_ops();
+  std::vector<int32_t> sources;
+  for (int32_t v = 0; v < N; ++v)
+    if (eligible(v) && rank[v] != kNone) sources.push_back(v);
+  std::stable_sort(sources.begin(), sources.end(),
+                   [&](int32_t a, int32_t b) { return rank[a] < rank[b]; });
+  std::deque<int32_t> queue(sources.begin(), sources.end());
+  const auto& edges = g.edges();
+  auto visit = [&](int32_t from, int32_t to) {
+    if (!eligible(to) || rank[to] != kNone) return;
+    rank[to] = rank[from];
+    queue.push_back(to);
+  };
+  while (!queue.empty()) {
+    const int32_t v = queue.front();
+    queue.pop_front();
+    for (int64_t k = g.out_ptr()[v]; k < g.out_ptr()[v + 1]; ++k)
+      visit(v, edges[g.out_edge_ids()[k]].dst);
+    for (int64_t k = g.in_ptr()[v]; k < g.in_ptr()[v + 1]; ++k)
+      visit(v, edges[g.in_edge_ids()[k]].src);
+  }
+}
+
+// Eligible ops no search reached (a component without any rank): the rank of the nearest
+// eligible op before them in topological order, else after.
+template <typename Eligible>
+void fill_by_order(const Graph& g, std::vector<int32_t>& rank, Eligible eligible) {
+  int32_t last = kNone;
+  std::vector<int32_t> pending;
+  for (int32_t v : g.topo_order()) {
+    if (!eligible(v)) continue;
+    if (rank[v] != kNone) {
+      last = rank[v];
+      if (!pending.empty()) {
+        for (int32_t p : pending) rank[p] = last;
+        pending.clear();
+      }
+    } else if (last != kNone) {
+      rank[v] = last;
+    } else {
+      pending.push_back(v);
+    }
+  }
+  for (int32_t p : pending) rank[p] = 0;
+}
+
+// Midpoints of the ranks' blocks in cumulative `weight`, normalized to [0, 1]; equal blocks
+// when every weight is 0.
+std::vector<double> rank_midpoints(const std::vector<double>& weight) {
+  const size_t R = weight.size();
+  const double total = std::accumulate(weight.begin(), weight.end(), 0.0);
+  std::vector<double> mid(R);
+  double before = 0;
+  for (size_t r = 0; r < R; ++r) {
+    mid[r] = total > 0 ? (before + 0.5 * weight[r]) / total
+                       : (static_cast<double>(r) + 0.5) / static_cast<double>(R);
+    before += weight[r];
+  }
+  return mid;
+}
+
+}  // namespace
+
+StageCoordinates stage_coordinates(const Graph& g, const std::vector<double>& op_time_s) {
+  if (!g.finalized())
+    throw InputError("stage_coordinates: graph '" + g.name + "' is not finalized");
+  const int32_t N = g.num_ops();
+  if (op_time_s.size() != static_cast<size_t>(N))
+    throw InputError("stage_coordinates: graph '" + g.name +
+                     "': " + std::to_string(op_time_s.size()) + " op times for " +
+                     std::to_string(N) + " ops");
+  for (int32_t v = 0; v < N; ++v)
+    if (!std::isfinite(op_time_s[v]) || op_time_s[v] < 0)
+      throw InputError("stage_coordinates: graph '" + g.name + "': op '" + g.op(v).name +
+                       "' has time " + std::to_string(op_time_s[v]) +
+                       "; expected a finite number >= 0");
+
+  const Units units = Units::colocation(g);
+  const int32_t U = units.num_units();
+  std::vector<int32_t> pos(N);
+  for (int32_t k = 0; k < N; ++k) pos[g.topo_order()[k]] = k;
+  auto forward = [&](int32_t v) { return g.op(v).phase == Phase::forward; };
+
+  // Parameter groups and their first forward use.
+  std::vector<char> is_param(U, 0);
+  for (int32_t v = 0; v < N; ++v)
+    if (g.op(v).resident_bytes() > 0) is_param[units.unit_of[v]] = 1;
+  std::vector<int32_t> first_use(U, INT32_MAX);
+  for (const Edge& e : g.edges()) {
+    const int32_t pu = units.unit_of[e.src], du = units.unit_of[e.dst];
+    if (!forward(e.dst)) continue;
+    // A forward op outside the group reads the group; a forward op of the group that takes
+    // an input from outside it computes with its own weights (a layer that carries them).
+    if (is_param[pu] && du != pu) first_use[pu] = std::min(first_use[pu], pos[e.dst]);
+    if (is_param[du] && du != pu && g.op(e.dst).resident_bytes() > 0)
+      first_use[du] = std::min(first_use[du], pos[e.dst]);
+  }
+  std::vector<int32_t> groups;
+  for (int32_t u = 0; u < U; ++u) {
+    if (!is_param[u]) continue;
+    if (first_use[u] == INT32_MAX) first_use[u] = pos[units.first_op[u]];
+    groups.push_back(u);
+  }
+  std::stable_sort(groups.begin(), groups.end(),
+                   [&](int32_t a, int32_t b) { return first_use[a] < first_use[b]; });
+  // One rank per layer, not per tensor: a group whose first reader takes the output of
+  // another group's first reader joins that group's rank (a bias added to a matrix product,
+  // a layer norm's offset after its scale).
+  std::vector<int32_t> group_rank(U, kNone), first_reader(U, kNone);
+  for (int32_t u : groups)
+    if (first_use[u] < N && forward(g.topo_order()[first_use[u]]))
+      first_reader[u] = g.topo_order()[first_use[u]];
+  std::vector<int32_t> reader_rank(N, kNone);  // rank of the group an op is first reader of
+  int32_t num_ranks = 0;
+  for (int32_t u : groups) {
+    const int32_t r = first_reader[u];
+    int32_t joined = kNone;
+    if (r != kNone && g.op(r).resident_bytes() == 0)
+      for (int64_t k = g.in_ptr()[r]; k < g.in_ptr()[r + 1] && joined == kNone; ++k)
+        joined = reader_rank[g.edges()[g.in_edge_ids()[k]].src];
+    group_rank[u] = joined != kNone ? joined : num_ranks++;
+    if (r != kNone && reader_rank[r] == kNone) reader_rank[r] = group_rank[u];
+  }
+
+  StageCoordinates sc;
+  sc.from_parameters = !groups.empty();
+  std::vector<int32_t>& rank = sc.rank;
+  rank.assign(N, kNone);
+  if (sc.from_parameters) {
+    for (int32_t v = 0; v < N; ++v) rank[v] = group_rank[units.unit_of[v]];
+    // Forward readers: the lowest rank of the groups they read.
+    for (const Edge& e : g.edges()) {
+      const int32_t r = group_rank[units.unit_of[e.src]];
+      if (r == kNone || !forward(e.dst) || group_rank[units.unit_of[e.dst]] != kNone) continue;
+      if (rank[e.dst] == kNone || r < rank[e.dst]) rank[e.dst] = r;
+    }
+    sc.num_ranks = num_ranks;
+  } else {
+    // No parameters: forward levels.
+    int32_t max_level = 0;
+    for (int32_t v : g.topo_order()) {
+      if (!forward(v)) continue;
+      int32_t l = 0;
+      for (int64_t k = g.in_ptr()[v]; k < g.in_ptr()[v + 1]; ++k) {
+        const int32_t s = g.edges()[g.in_edge_ids()[k]].src;
+        if (forward(s)) l = std::max(l, rank[s] + 1);
+      }
+      rank[v] = l;
+      max_level = std::max(max_level, l);
+    }
+    sc.num_ranks = max_level + 1;
+  }
+  spread_ranks(g, rank, forward);
+  fill_by_order(g, rank, forward);
+
+  // Backward and update ops: an adjacent parameter group (its update first: a weight gradient
+  // feeds it), else the highest rank of the forward ops they read.
+  std::vector<int32_t> seed(N, kNone);
+  for (int32_t v = 0; v < N; ++v) {
+    if (forward(v) || rank[v] != kNone) continue;
+    int32_t succ_group = kNone, pred_group = kNone, fwd = kNone;
+    for (int64_t k = g.out_ptr()[v]; k < g.out_ptr()[v + 1]; ++k) {
+      const int32_t r = group_rank[units.unit_of[g.edges()[g.out_edge_ids()[k]].dst]];
+      if (r != kNone) succ_group = succ_group == kNone ? r : std::min(succ_group, r);
+    }
+    for (int64_t k = g.in_ptr()[v]; k < g.in_ptr()[v + 1]; ++k) {
+      const int32_t s = g.edges()[g.in_edge_ids()[k]].src;
+      const int32_t r = group_rank[units.unit_of[s]];
+      if (r != kNone) pred_group = pred_group == kNone ? r : std::min(pred_group, r);
+      if (forward(s)) fwd = std::max(fwd, rank[s]);
+    }
+    seed[v] = succ_group != kNone ? succ_group : pred_group != kNone ? pred_group : fwd;
+  }
+  for (int32_t v = 0; v < N; ++v)
+    if (seed[v] != kNone) rank[v] = seed[v];
+  auto not_forward = [&](int32_t v) { return !forward(v); };
+  spread_ranks(g, rank, not_forward);
+  fill_by_order(g, rank, not_forward);
+  if (sc.num_ranks == 0) sc.num_ranks = 1;  // an empty graph
+
+  // Cumulative coordinates.
+  const size_t R = static_cast<size_t>(sc.num_ranks);
+  std::vector<double> time(R, 0), memory(R, 0);
+  for (int32_t v = 0; v < N; ++v) {
+    const Op& op = g.op(v);
+    time[rank[v]] += op_time_s[v];
+    memory[rank[v]] += static_cast<double>(op.resident_bytes() + op.output_bytes());
+  }
+  const std::vector<double> mid_time = rank_midpoints(time);
+  const std::vector<double> mid_memory = rank_midpoints(memory);
+  sc.by_time.resize(N);
+  sc.by_memory.resize(N);
+  sc.by_rank.resize(N);
+  for (int32_t v = 0; v < N; ++v) {
+    sc.by_time[v] = mid_time[rank[v]];
+    sc.by_memory[v] = mid_memory[rank[v]];
+    sc.by_rank[v] = (rank[v] + 0.5) / static_cast<double>(R);
+  }
+  return sc;
+}
+
+Units stage_units(const Graph& g, const std::vector<int32_t>& rank, int32_t num_ranks) {
+  const Units col = Units::colocation(g);
+  Units u;
+  u.unit_of.assign(g.num_ops(), kNone);
+  std::vector<int32_t> of_rank(static_cast<size_t>(num_ranks), kNone);
+  for (int32_t v : g.topo_order()) {
+    const int32_t r = rank[col.first_op[col.unit_of[v]]];
+    if (of_rank[r] == kNone) {
+      of_rank[r] = u.num_units();
+      u.first_op.push_back(v);
+    }
+    u.unit_of[v] = of_rank[r];
+  }
+  return u;
+}
+
+std::vector<int32_t> stage_cut(const Graph& g, const std::vector<double>& coordinate,
+                               int32_t stages) {
+  if (stages < 1) throw InputError("stage_cut: stages must be >= 1, got " + std::to_string(stages));
+  Placement p;
+  p.device.resize(coordinate.size());
+  for (size_t v = 0; v < coordinate.size(); ++v)
+    p.device[v] =
+        std::clamp(static_cast<int32_t>(std::floor(coordinate[v] * stages)), 0, stages - 1);
+  enforce_colocation(g, p);
+  return p.device;
+}
+
+}  // namespace gdp::place

@@ -1,0 +1,60 @@
+// Structural stage coordinates: where each op of a training graph sits along the model's
+// depth, read from the graph's structure alone (never from op names or scopes), so that a
+// contiguous cut of the coordinate is a pipeline of layers. Used as policy features (rl/) and
+// by the non-learned control `stage-cut` (place/stage_cut.cpp). docs/placement.md, "Stage
+// coordinates", has the rules and why.
+//
+//   parameter groups  the colocation units that hold resident bytes (a variable with its read
+//                     and update; a layer op that carries its own weights)
+//   rank              groups ordered by first use: the topological position of the first
+//                     forward op that reads the group (a layer of GNMT's decoder reads its
+//                     weights at every time step; its first read orders it)
+//   forward ops       a reader takes its group's rank (the lowest when it reads several); the
+//                     others take the rank of the nearest reader (breadth-first over forward
+//                     edges, either direction, lower rank first on ties)
+//   backward, update  the rank of an adjacent parameter group (a weight-gradient feeds its
+//                     update, an input-gradient reads the weight), else the highest rank of
+//                     the forward ops it reads (the activations of its layer), else the
+//                     nearest such op's (breadth-first over backward and update edges)
+//   coordinates       the midpoint of the op's rank in the ranks' cumulative time (or memory),
+//                     in [0, 1]
+//
+// A graph without parameters ranks its forward ops by level (longest path from a source).
+//
+// Glossary: N = ops, R = ranks.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/graph.h"
+#include "place/units.h"
+
+namespace gdp::place {
+
+struct StageCoordinates {
+  int32_t num_ranks = 0;          // R
+  bool from_parameters = false;   // false: no parameter group; ranks are forward levels
+  std::vector<int32_t> rank;      // (N) in [0, R)
+  std::vector<double> by_time;    // (N) midpoint of the op's rank in cumulative op time, [0, 1]
+  std::vector<double> by_memory;  // (N) the same in cumulative resident + output bytes
+  std::vector<double> by_rank;    // (N) (rank + 0.5) / R
+};
+
+// Linear in ops and edges; deterministic. op_time_s (N): each op's time (the caller's cost
+// model on one device); it weighs the ranks of by_time. Throws InputError when the graph is
+// not finalized or op_time_s has the wrong length or a negative or non-finite entry.
+StageCoordinates stage_coordinates(const Graph& g, const std::vector<double>& op_time_s);
+
+// Decision units of one stage rank each: the ops of a rank take one device together (a
+// colocation group goes with the rank of its first op, so groups stay whole). Numbered in the
+// topological order of their first op, as Units::colocation. A policy that places these
+// units makes a few hundred decisions on GNMT-8 instead of 50,000 (docs/ppo.md, "Transfer").
+Units stage_units(const Graph& g, const std::vector<int32_t>& rank, int32_t num_ranks);
+
+// Device of each op when the coordinate is cut into `stages` equal pieces, stage s on device
+// s (stages in [1, devices]); colocation groups follow their first op.
+std::vector<int32_t> stage_cut(const Graph& g, const std::vector<double>& coordinate,
+                               int32_t stages);
+
+}  // namespace gdp::place

@@ -1,0 +1,218 @@
+// Structural stage coordinates (place/stages.h), the stage-cut control and memory repair
+// (place/repair.h): exact ranks on a hand-built two-layer graph, layer order recovered on
+// GNMT from structure alone (checked against the scopes, which the coordinates never read),
+// forward levels without parameters, and a repair that makes an out-of-memory cut fit.
+#include <catch2/catch.hpp>
+#include <map>
+#include <numeric>
+#include <regex>
+#include <set>
+
+#include "core/cluster.h"
+#include "core/error.h"
+#include "datasets/registry.h"
+#include "place/repair.h"
+#include "place/stages.h"
+#include "place_helpers.h"
+
+using namespace gdp;
+using namespace gdp::place;
+
+namespace {
+
+Op make_op(const std::string& name, Phase phase, int64_t param_bytes = 0,
+           const std::string& colocation = "") {
+  Op op;
+  op.name = name;
+  op.type = "T";
+  op.phase = phase;
+  op.flops = 1e6;
+  op.param_bytes = param_bytes;
+  op.colocation = colocation;
+  op.outputs = {TensorSpec{{4}, DType::f32, 16}};
+  return op;
+}
+
+// x -> mm1(w1) -> act1 -> mm2(w2) -> loss -> g_mm2 -> g_act1 -> g_mm1; weight gradients
+// dw1, dw2 feed the updates. Variables, reads and updates are colocated per weight.
+Graph two_layers() {
+  Graph g;
+  g.name = "two_layers";
+  auto add = [&](Op op) {
+    op.id = g.num_ops();
+    return g.add_op(std::move(op));
+  };
+  const int32_t x = add(make_op("x", Phase::forward));
+  const int32_t w2 = add(make_op("w2", Phase::forward, 64, "w2"));  // declared first on purpose
+  const int32_t w1 = add(make_op("w1", Phase::forward, 64, "w1"));
+  const int32_t r1 = add(make_op("w1/read", Phase::forward, 0, "w1"));
+  const int32_t r2 = add(make_op("w2/read", Phase::forward, 0, "w2"));
+  const int32_t mm1 = add(make_op("mm1", Phase::forward));
+  const int32_t act1 = add(make_op("act1", Phase::forward));
+  const int32_t mm2 = add(make_op("mm2", Phase::forward));
+  const int32_t loss = add(make_op("loss", Phase::forward));
+  const int32_t gmm2 = add(make_op("g_mm2", Phase::backward));
+  const int32_t dw2 = add(make_op("dw2", Phase::backward));
+  const int32_t gact1 = add(make_op("g_act1", Phase::backward));
+  const int32_t dw1 = add(make_op("dw1", Phase::backward));
+  const int32_t up1 = add(make_op("w1/update", Phase::update, 0, "w1"));
+  const int32_t up2 = add(make_op("w2/update", Phase::update, 0, "w2"));
+  auto edge = [&](int32_t a, int32_t b) { g.add_edge(a, 0, b, 16); };
+  edge(w1, r1), edge(w2, r2);
+  edge(x, mm1), edge(r1, mm1), edge(mm1, act1), edge(act1, mm2), edge(r2, mm2), edge(mm2, loss);
+  edge(loss, gmm2), edge(r2, gmm2), edge(loss, dw2), edge(act1, dw2), edge(gmm2, gact1);
+  edge(act1, gact1), edge(gact1, dw1), edge(x, dw1), edge(dw1, up1), edge(dw2, up2);
+  g.finalize();
+  return g;
+}
+
+// The most frequent rank among the ops selected.
+template <typename Pred>
+int32_t modal_rank(const Graph& g, const StageCoordinates& sc, Pred pred) {
+  std::map<int32_t, int32_t> count;
+  for (int32_t v = 0; v < g.num_ops(); ++v)
+    if (pred(g.op(v))) ++count[sc.rank[v]];
+  REQUIRE(!count.empty());
+  return std::max_element(count.begin(), count.end(),
+                          [](auto& a, auto& b) { return a.second < b.second; })
+      ->first;
+}
+
+std::vector<double> unit_times(const Graph& g) { return std::vector<double>(g.num_ops(), 1e-3); }
+
+}  // namespace
+
+TEST_CASE("place/stages: ranks of a hand-built two-layer graph", "[place][stages]") {
+  const Graph g = two_layers();
+  const StageCoordinates sc = stage_coordinates(g, unit_times(g));
+  REQUIRE(sc.from_parameters);
+  REQUIRE(sc.num_ranks == 2);
+  auto rank = [&](const char* name) { return sc.rank[g.find_op(name)]; };
+  // w1 is read first (by mm1): rank 0, though w2 was declared first.
+  for (const char* n : {"x", "w1", "w1/read", "mm1", "act1", "w1/update", "dw1", "g_act1"}) {
+    INFO(n);
+    CHECK(rank(n) == 0);
+  }
+  for (const char* n : {"w2", "w2/read", "mm2", "loss", "g_mm2", "dw2", "w2/update"}) {
+    INFO(n);
+    CHECK(rank(n) == 1);
+  }
+  // Equal time per op: rank 0 holds 8 of 15 ops.
+  CHECK(sc.by_time[g.find_op("mm1")] == Approx(4.0 / 15));
+  CHECK(sc.by_time[g.find_op("mm2")] == Approx((8 + 3.5) / 15));
+  CHECK(sc.by_rank[g.find_op("mm2")] == Approx(0.75));
+  const std::vector<int32_t> cut = stage_cut(g, sc.by_time, 2);
+  for (int32_t v = 0; v < g.num_ops(); ++v) CHECK(cut[v] == sc.rank[v]);
+  CHECK(stage_cut(g, sc.by_time, 1) == std::vector<int32_t>(g.num_ops(), 0));
+  CHECK_THROWS_AS(stage_coordinates(g, std::vector<double>(3, 0.0)), InputError);
+}
+
+TEST_CASE("place/stages: GNMT's layers in order from structure alone", "[place][stages]") {
+  datasets::GenOptions o;
+  o.layers = 4;
+  o.seq_len = 6;
+  o.hidden = 32;
+  o.vocab = 64;
+  o.batch = 4;
+  const Graph g = datasets::generate("gnmt", o);
+  const StageCoordinates sc = stage_coordinates(g, unit_times(g));
+  REQUIRE(sc.from_parameters);
+  // Checked against the scopes (the coordinates never read them): the ranks of each layer's
+  // weights come after every rank of the layer before, encoder before decoder, and the modal
+  // rank of the layer's forward ops and that of its backward ops are ranks of its weights.
+  int32_t last = -1;
+  for (const char* part : {"encoder", "decoder"}) {
+    for (int l = 0; l < 4; ++l) {
+      const std::regex layer(std::string(".*") + part + "/layer_" + std::to_string(l) + "(/.*)?");
+      auto in_layer = [&](const Op& op, Phase ph) {
+        return op.phase == ph && std::regex_match(op.scope, layer);
+      };
+      INFO(part << " layer " << l);
+      std::set<int32_t> weights;
+      for (int32_t v = 0; v < g.num_ops(); ++v)
+        if (g.op(v).param_bytes > 0 && std::regex_match(g.op(v).scope, layer))
+          weights.insert(sc.rank[v]);
+      REQUIRE(!weights.empty());
+      CHECK(*weights.begin() > last);
+      last = *weights.rbegin();
+      const int32_t fwd =
+          modal_rank(g, sc, [&](const Op& op) { return in_layer(op, Phase::forward); });
+      const int32_t bwd =
+          modal_rank(g, sc, [&](const Op& op) { return in_layer(op, Phase::backward); });
+      CHECK(weights.count(fwd) == 1);
+      CHECK(weights.count(bwd) == 1);
+    }
+  }
+  for (int32_t v = 0; v < g.num_ops(); ++v) {
+    REQUIRE(sc.rank[v] >= 0);
+    REQUIRE(sc.rank[v] < sc.num_ranks);
+    REQUIRE(sc.by_time[v] >= 0);
+    REQUIRE(sc.by_time[v] <= 1);
+  }
+}
+
+TEST_CASE("place/stages: forward levels without parameters", "[place][stages]") {
+  const Graph g = test::small_colocated_graph();  // a -> b -> c, a -> c, a -> d; no weights
+  const StageCoordinates sc = stage_coordinates(g, unit_times(g));
+  CHECK_FALSE(sc.from_parameters);
+  CHECK(sc.num_ranks == 3);
+  CHECK(sc.rank == std::vector<int32_t>{0, 1, 2, 1});
+}
+
+TEST_CASE("place/repair: an out-of-memory cut made to fit by moving few ops", "[place][stages]") {
+  const Graph g = test::small_rnnlm();
+  Cluster c = make_cluster_preset("v100x4-nvlink");
+  CostModel cost;
+  // Capacity so that the whole graph does not fit on one device, but fits on four.
+  Simulator sim(g, c, cost);
+  const SimResult one = sim.run(Placement{std::vector<int32_t>(g.num_ops(), 0)});
+  REQUIRE(one.valid);
+  const int64_t peak = one.devices[0].peak_memory_bytes;
+  for (DeviceSpec& d : c.devices) d.memory_bytes = peak * 6 / 10;
+  Problem pb(g, c, cost);
+  std::vector<double> time(g.num_ops());
+  for (int32_t v = 0; v < g.num_ops(); ++v) time[v] = pb.simulator().op_time_s(v, 0);
+  const StageCoordinates sc = stage_coordinates(g, time);
+
+  const Placement all0{std::vector<int32_t>(g.num_ops(), 0)};
+  const RepairResult r = repair_memory(pb, all0, sc.by_time);
+  REQUIRE(r.valid);
+  CHECK(r.changed);
+  CHECK(r.moved_ops > 0);
+  CHECK(r.moved_ops < g.num_ops());
+  CHECK(r.simulations >= 2);
+  const SimResult after = Simulator(g, c, cost).run(r.placement);
+  CHECK(after.valid);
+  CHECK(test::groups_together(g, r.placement));
+
+  // A valid placement comes back unchanged after one simulation.
+  const Placement two{stage_cut(g, sc.by_time, 4)};
+  const RepairResult same = repair_memory(pb, two, sc.by_time);
+  if (Simulator(g, c, cost).run(two).valid) {
+    CHECK(same.valid);
+    CHECK_FALSE(same.changed);
+    CHECK(same.simulations == 1);
+    CHECK(same.placement.device == two.device);
+  }
+  // Nothing fits anywhere: reported invalid, the input returned.
+  for (DeviceSpec& d : c.devices) d.memory_bytes = 1;
+  Problem tiny(g, c, cost);
+  const RepairResult none = repair_memory(tiny, all0, sc.by_time);
+  CHECK_FALSE(none.valid);
+  CHECK(none.placement.device == all0.device);
+}
+
+TEST_CASE("place/stage-cut: the control tries every stage count and returns a valid placement",
+          "[place][stages]") {
+  const Graph g = test::small_rnnlm();
+  const Cluster c = make_cluster_preset("v100x2-nvlink");
+  CostModel cost;
+  Problem pb(g, c, cost);
+  const PlaceResult r =
+      place::place(place::prepare(place::registry(), "stage-cut"), pb, Budget(), 1);
+  CHECK(r.report.samples == 2 + 2);  // one repair check and one evaluation per stage count
+  CHECK(Simulator(g, c, cost).run(r.placement).valid);
+  CHECK_THROWS_AS(place::place(place::prepare(place::registry(), "stage-cut", {{"stages", 3}}), pb,
+                               Budget(), 1),
+                  InputError);
+}

@@ -1,0 +1,138 @@
+// The transfer regime (rl/gdp/trainer.h TrainConfig::regime): its preset and how a config
+// overrides it, stage decisions (one decision per structural stage rank), type dropout and
+// family weights (deterministic, and they change the run), and fine-tuning that keeps its
+// start (no behaviour cloning over a checkpoint).
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <map>
+
+#include "core/error.h"
+#include "nn/autograd.h"
+#include "place/stages.h"
+#include "place_helpers.h"
+#include "rl/gdp/trainer.h"
+#include "rl_fixtures.h"
+
+using namespace gdp;
+using Catch::Contains;
+
+TEST_CASE("rl/transfer regime: the preset, keys that override it, a strict round trip", "[rl]") {
+  const rl::TrainConfig t = rl::TrainConfig::preset("transfer");
+  CHECK(t.regime == "transfer");
+  CHECK(t.policy.features == 2);
+  CHECK(t.policy.decision == "stage");
+  CHECK(t.samples_per_iteration == 16);
+  CHECK(t.imitation_steps == 0);
+  CHECK(t.warm_start.empty());
+  CHECK(t.elite.size == 0);
+  CHECK(t.explore.local_fraction == 0);
+  CHECK(t.type_dropout == Approx(0.1));
+  CHECK(t.family_weights);
+  const rl::TrainConfig s = rl::TrainConfig::preset("search");
+  CHECK(s.regime == "search");
+  CHECK(s.policy.features == 1);
+  CHECK(s.policy.decision == "op");
+  CHECK(s.imitation_steps == 20);
+  CHECK_FALSE(s.family_weights);
+
+  // A key overrides the regime's default; a policy key leaves the regime's others.
+  const auto j = nlohmann::json::parse(
+      R"({"regime": "transfer", "samples_per_iteration": 8, "policy": {"width": 32}})");
+  const rl::TrainConfig c = rl::TrainConfig::from_json(j, "c.json");
+  CHECK(c.samples_per_iteration == 8);
+  CHECK(c.policy.width == 32);
+  CHECK(c.policy.decision == "stage");
+  CHECK(c.imitation_steps == 0);
+  // Without "regime" the caller's default applies (`gdp train --suite`: transfer).
+  CHECK(rl::TrainConfig::from_json(nlohmann::json::object(), "c.json", "transfer").regime ==
+        "transfer");
+  CHECK(rl::TrainConfig::from_json(nlohmann::json::object(), "c.json").regime == "search");
+  // Round trip.
+  CHECK(rl::TrainConfig::from_json(c.to_json(), "c.json").to_json() == c.to_json());
+  // Strict.
+  auto err = [](const char* text) {
+    return test::error_of(
+        [&] { rl::TrainConfig::from_json(nlohmann::json::parse(text), "c.json"); });
+  };
+  CHECK_THAT(err(R"({"regime": "fast"})"), Contains("c.json: regime") && Contains("transfer"));
+  CHECK_THAT(err(R"({"policy": {"decision": "layer"}})"), Contains("decision"));
+  CHECK_THAT(err(R"({"policy": {"features": 3}})"), Contains("features"));
+  CHECK_THAT(err(R"({"type_dropout": 1.5})"), Contains("type_dropout"));
+}
+
+TEST_CASE("rl/stage decisions: one decision per stage rank, a rank's ops on one device", "[rl]") {
+  const Graph g = test::small_rnnlm();
+  const Cluster c = read_cluster("v100x2-nvlink");
+  rl::TrainConfig cfg = test::tiny_config();
+  cfg.policy.features = 2;
+  cfg.policy.decision = "stage";
+  rl::Policy policy(cfg.policy, rl::OpVocabulary::from_graphs({&g}), 3);
+  const rl::PolicyInput in = policy.prepare(g, c);
+  REQUIRE(in.features.num_stage_ranks > 1);
+  CHECK(in.num_units() <= in.features.num_stage_ranks);
+  CHECK(in.num_units() < g.num_ops() / 10);
+  CHECK(in.x.dim(1) == 2 * rl::kNodeFeatures);
+  nn::NoGradGuard no_grad;
+  const nn::Var logits = policy.forward(in);
+  Rng rng(1);
+  const std::vector<int32_t> acts = rl::sample_actions(logits.value(), 4, rng);
+  for (int32_t k = 0; k < 4; ++k) {
+    const Placement p = rl::placement_of(in.units, acts, k);
+    std::map<int32_t, int32_t> device_of_rank;
+    for (int32_t v = 0; v < g.num_ops(); ++v) {
+      auto [it, fresh] = device_of_rank.emplace(in.features.stage_rank[v], p.device[v]);
+      if (!fresh) REQUIRE(it->second == p.device[v]);
+    }
+    CHECK(test::groups_together(g, p));
+  }
+  // The first feature set still reads 36 node columns (the shipped policy's).
+  rl::PolicyConfig old = cfg.policy;
+  old.features = 1;
+  old.decision = "op";
+  rl::Policy v1(old, rl::OpVocabulary::from_graphs({&g}), 3);
+  CHECK(v1.prepare(g, c).x.dim(1) == 2 * rl::kNodeFeaturesV1);
+}
+
+TEST_CASE("rl/type dropout and family weights: deterministic, and they change the run", "[rl]") {
+  const Graph g1 = test::small_rnnlm(), g2 = test::two_chains();
+  const Cluster c = read_cluster("v100x2-nvlink"), mesh = test::full_mesh(2);
+  auto trace = [&](double dropout, bool families) {
+    rl::TrainConfig cfg = test::tiny_config();
+    cfg.type_dropout = dropout;
+    cfg.family_weights = families;
+    rl::Trainer t(cfg,
+                  {rl::TrainGraph{"rnn", &g1, &c, nullptr, "rnnlm"},
+                   rl::TrainGraph{"chains", &g2, &mesh, nullptr, "chains"},
+                   rl::TrainGraph{"rnn2", &g1, &c, nullptr, "rnnlm"}},
+                  CostModel(), 4);
+    std::vector<double> out;
+    for (int i = 0; i < 3; ++i)
+      for (const auto& r : t.step()) out.insert(out.end(), {r.entropy, r.loss, r.mean_step_s});
+    return out;
+  };
+  const auto plain = trace(0, false);
+  CHECK(trace(0.5, false) == trace(0.5, false));
+  CHECK(trace(0.5, false) != plain);
+  CHECK(trace(0, true) == trace(0, true));
+  CHECK(trace(0, true) != plain);
+}
+
+TEST_CASE("rl/fine-tuning keeps its start: no warm start or cloning over a checkpoint", "[rl]") {
+  const Graph g = test::small_rnnlm();
+  const Cluster c = read_cluster("v100x2-nvlink");
+  rl::TrainConfig cfg = test::tiny_config();
+  cfg.imitation_steps = 20;
+  cfg.warm_start = {"human", "m-etf"};
+  rl::Trainer scratch(cfg, {rl::TrainGraph{"rnn", &g, &c, nullptr}}, CostModel(), 2);
+  scratch.step();
+  CHECK_FALSE(std::isnan(scratch.imitation_accuracy(0)));  // cloned the heuristics
+  rl::Trainer tuned(cfg, {rl::TrainGraph{"rnn", &g, &c, nullptr}}, CostModel(), 2,
+                    &scratch.policy());
+  CHECK(tuned.config().imitation_steps == 0);
+  CHECK(tuned.config().warm_start.empty());
+  const int64_t before = tuned.run(0).samples();
+  tuned.step();
+  CHECK(std::isnan(tuned.imitation_accuracy(0)));
+  // Only the policy's own samples: nothing ran the heuristics.
+  CHECK(tuned.run(0).samples() - before == cfg.samples_per_iteration);
+}
