@@ -167,6 +167,25 @@ class ExportTest(unittest.TestCase):
         with self.assertRaises(gt.TraceError) as cm:
             gt.export(model, inputs)
         self.assertIn("does not trace", str(cm.exception))
+        self.assertIn("Branchy", str(cm.exception))
+        self.assertIn("test_torch_support.py:", str(cm.exception))  # the model's source line
+
+    def test_trace_failure_names_model_op_and_module_without_tensor_values(self):
+        # A real tensor meets fake ones: PyTorch's message goes on with the tensor's values.
+        model, inputs = support.plain_tensor_attribute()
+        with self.assertRaises(gt.TraceError) as cm:
+            gt.export(model, inputs)
+        text = str(cm.exception)
+        print(text)
+        self.assertIn("Net", text)
+        self.assertIn("aten.mm", text)
+        self.assertIn("module blocks.1 (forward)", text)
+        self.assertLessEqual(len(text.splitlines()), 3)
+        self.assertLess(len(text), 700)
+        for leak in ("tensor(", "Parameter containing", "e-0", "e+0"):
+            self.assertNotIn(leak, text)
+        self.assertIsNone(cm.exception.__cause__)  # no chained traceback with the values
+        self.assertIsNotNone(cm.exception.original)
 
     def test_save_is_atomic_and_leaves_no_temporary(self):
         path = os.path.join(self.tmp.name, "again.json")
@@ -209,6 +228,12 @@ class CliTest(unittest.TestCase):
         r = support.run_cli("test_torch_support:untraceable", "-o", self.out("u.json"))
         self.assertEqual(r.returncode, 1)
         self.assertIn("does not trace", r.stderr)
+        r = support.run_cli("test_torch_support:plain_tensor_attribute", "-o", self.out("u.json"))
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("aten.mm", r.stderr)
+        self.assertIn("blocks.1", r.stderr)
+        self.assertLessEqual(len(r.stderr.splitlines()), 3, r.stderr)
+        self.assertNotIn("tensor(", r.stderr)
         self.assertFalse(os.path.exists(self.out("u.json")))
         self.assertEqual(os.listdir(self.tmp.name), [])
 

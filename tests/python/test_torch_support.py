@@ -136,3 +136,124 @@ def tiny_mlp():
 
 def not_a_model():
     return "model", ()
+
+
+# Models with shared weights (tests/python/test_torch_tied.py) ----------------------------
+
+TIED_VOCAB, TIED_HIDDEN, TIED_BATCH, TIED_SEQ = 50, 16, 4, 6
+
+
+def _lm_class():
+    import torch
+
+    class TinyLM(torch.nn.Module):
+        """A language model in miniature: token embedding (V, H), one tanh layer, and an
+        output projection onto the vocabulary whose weight is the embedding's when `tied`
+        (as BERT's and GPT-2's heads are)."""
+
+        def __init__(self, vocab=TIED_VOCAB, hidden=TIED_HIDDEN, tied=True):
+            super().__init__()
+            self.embed = torch.nn.Embedding(vocab, hidden)
+            self.body = torch.nn.Linear(hidden, hidden)
+            self.head = torch.nn.Linear(hidden, vocab, bias=False)
+            if tied:
+                self.head.weight = self.embed.weight
+
+        def forward(self, tokens):  # (B, T) -> (B, T, V) logits
+            return self.head(torch.tanh(self.body(self.embed(tokens))))
+
+    return TinyLM
+
+
+def lm_loss(logits, target):
+    """Cross-entropy over every position: logits (B, T, V), target (B, T)."""
+    import torch
+
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                             target.reshape(-1))
+
+
+def _lm_case(tied):
+    import torch
+
+    torch.manual_seed(0)
+    model = _lm_class()(tied=tied)
+    g = torch.Generator().manual_seed(1)
+    tokens = torch.randint(0, TIED_VOCAB, (TIED_BATCH, TIED_SEQ), generator=g)
+    target = torch.randint(0, TIED_VOCAB, (TIED_BATCH, TIED_SEQ), generator=g)
+    return model, (tokens,), lm_loss, target
+
+
+def tied_lm():
+    """TinyLM with its output projection tied to its embedding."""
+    return _lm_case(True)
+
+
+def untied_lm():
+    """The same TinyLM with a separate output projection."""
+    return _lm_case(False)
+
+
+def _twice_class():
+    import torch
+
+    class Twice(torch.nn.Module):
+        """One layer that applies its weight twice, x W W (shared), or x W1 W2 (not)."""
+
+        def __init__(self, hidden=TIED_HIDDEN, shared=True):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.randn(hidden, hidden) / hidden**0.5)
+            self.weight2 = None if shared else torch.nn.Parameter(self.weight.detach().clone())
+
+        def forward(self, x):  # (B, H) -> (B, H)
+            w2 = self.weight if self.weight2 is None else self.weight2
+            return torch.tanh(x @ self.weight) @ w2
+
+    class Net(torch.nn.Module):
+        def __init__(self, shared):
+            super().__init__()
+            self.layer = Twice(shared=shared)
+            self.out = torch.nn.Linear(TIED_HIDDEN, 4)
+
+        def forward(self, x):
+            return self.out(self.layer(x))
+
+    return Net
+
+
+def twice_case(shared):
+    """A net whose layer uses one weight twice (shared) or two weights of that shape."""
+    import torch
+
+    torch.manual_seed(0)
+    model = _twice_class()(shared)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(TIED_BATCH, TIED_HIDDEN, generator=g)
+    y = torch.randint(0, 4, (TIED_BATCH,), generator=g)
+    return model, (x,), None, y
+
+
+def plain_tensor_attribute():
+    """A model whose layer `blocks.1` multiplies by a tensor attribute that is neither a
+    parameter nor a buffer: it cannot be traced on fake tensors."""
+    import torch
+
+    class Scale(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.randn(8, 8)  # not registered: stays a real tensor
+
+        def forward(self, x):
+            return x @ self.w
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(8, 8)
+            self.blocks = torch.nn.Sequential(torch.nn.ReLU(), Scale())
+
+        def forward(self, x):
+            return self.blocks(self.fc(x))
+
+    torch.manual_seed(0)
+    return Net(), (torch.randn(4, 8),)

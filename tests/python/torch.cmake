@@ -1,7 +1,7 @@
 # The gdp.torch tests (the PyTorch importer, pure Python): included by tests/python/CMakeLists.txt
 # with the bindings, else by tests/CMakeLists.txt.
 # Each is skipped (exit 77) where PyTorch or torchvision is missing, and says so.
-foreach(t export coverage flops measure)
+foreach(t export coverage flops measure tied)
   add_test(NAME python/torch-${t}
            COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/test_torch_${t}.py
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
@@ -11,5 +11,3 @@ foreach(t export coverage flops measure)
     TIMEOUT 900
     LABELS python)
 endforeach()
-# Timing: the measure test compares wall times, so it runs alone.
-set_tests_properties(python/torch-measure PROPERTIES RUN_SERIAL TRUE)

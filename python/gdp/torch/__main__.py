@@ -90,6 +90,7 @@ def main(argv=None) -> int:
         summary = summarize(ex.graph)
         summary["export_s"] = round(export_s, 3)
         summary["unknown_ops"] = ex.unknown
+        summary["tied"] = ex.traced.aliases
         if args.measure:
             m = measure_mod.measure(ex, device=args.device, runs=args.runs,
                                     threads=args.threads, clock=args.clock)
@@ -131,7 +132,9 @@ def print_summary(s: dict) -> None:
     print(f"ops         {s['ops']} (forward {s['ops_by_phase']['forward']}, backward "
           f"{s['ops_by_phase']['backward']}, update {s['ops_by_phase']['update']}); "
           f"edges {s['edges']}")
-    print(f"parameters  {s['parameters']}")
+    tied = s.get("tied") or {}
+    shared = "; ".join(f"{' = '.join(others)} = {first}" for first, others in tied.items())
+    print(f"parameters  {s['parameters']}" + (f" (shared: {shared})" if shared else ""))
     ratio = total / f["forward"] if f["forward"] else float("nan")
     print(f"flops       {total:.4g} (forward {f['forward']:.4g}, backward {f['backward']:.4g}, "
           f"update {f['update']:.4g}; step / forward {ratio:.2f})")

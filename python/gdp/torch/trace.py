@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -28,7 +29,13 @@ except ImportError:  # PyTorch 1.13 (Debian 12): the separate functorch package
 
 
 class TraceError(RuntimeError):
-    """The model's training step could not be traced (the message says why)."""
+    """The model's training step could not be traced. The message says where (the model, the
+    module path, the aten op, the source line) and why in a few lines, never a tensor's
+    values; `original` is PyTorch's exception, when there is one."""
+
+    def __init__(self, message: str, original: Optional[BaseException] = None):
+        super().__init__(message)
+        self.original = original
 
 
 # Placeholder roles, in the order of the traced function's flat arguments.
@@ -53,6 +60,11 @@ class TracedStep:
     args: List[torch.Tensor]  # real tensors for the placeholders (for --measure)
     optimizer: str
     param_module: Dict[str, str] = field(default_factory=dict)  # parameter -> module path
+    # Tied parameters: the first name of a tensor -> its other names ("embed.weight" ->
+    # ["head.weight"]); every name reads the one traced tensor (docs/python.md, "Models with
+    # shared weights"). Only tensors with more than one name are listed.
+    aliases: Dict[str, List[str]] = field(default_factory=dict)
+    model_name: str = ""
 
 
 def _module_of(path: str) -> str:
@@ -75,6 +87,12 @@ class _NodeTagger:
         self.stack = [""]
         self.handles: List[Any] = []
         self.names = {m: n for n, m in model.named_modules()}
+        self.backward_module = ""  # the module whose backward ran last
+
+    def where(self) -> str:
+        """The module path the trace is in now, and the phase: "head (forward)"."""
+        module = self.stack[-1] if self.phase == "forward" else self.backward_module
+        return f"module {module or '<root>'} ({self.phase})"
 
     def tag_pending(self, module: str, param: str = "") -> None:
         for n in self.created[self.mark :]:
@@ -93,6 +111,8 @@ class _NodeTagger:
                 continue
             f.metadata["gdp_module"] = module
             f.register_hook(self._backward_hook(module))
+            if hasattr(f, "register_prehook"):  # for where(): the module whose backward runs
+                f.register_prehook(self._backward_prehook(module))
             todo.extend(nf for nf, _ in f.next_functions)
 
     def _backward_hook(self, module: str) -> Callable:
@@ -100,6 +120,12 @@ class _NodeTagger:
             self.tag_pending(module)
 
         return hook
+
+    def _backward_prehook(self, module: str) -> Callable:
+        def prehook(grad_outputs):
+            self.backward_module = module
+
+        return prehook
 
     def _pre(self, mod, inputs):
         self.tag_pending(self.stack[-1])
@@ -228,9 +254,13 @@ def trace_training_step(
     inputs = _as_tuple(example_inputs)
     loss_fn = loss if loss is not None else default_loss
 
+    model_name = type(model).__name__
+    # One entry per distinct tensor, under its first name (named_parameters' order); every
+    # other name of a tied tensor reads the same traced argument.
+    aliases = _tensor_names(model)
     named_params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     if not named_params:
-        raise TraceError("the model has no trainable parameters (requires_grad)")
+        raise TraceError(f"{model_name}: the model has no trainable parameters (requires_grad)")
     frozen = [(n, p) for n, p in model.named_parameters() if not p.requires_grad]
     named_buffers = list(model.named_buffers()) + frozen
     n_state = 2 if optimizer == "adam" else 0
@@ -260,8 +290,10 @@ def trace_training_step(
     tagger = _NodeTagger(model)
 
     def loss_of(params, buffers, xs, tgt):
-        state = dict(zip(param_names, params))
-        state.update(zip(buffer_names, buffers))
+        state = {}
+        for n, t in zip(param_names + buffer_names, list(params) + list(buffers)):
+            for alias in aliases.get(n, [n]):
+                state[alias] = t
         output = _functional_call(model, state, tuple(xs))
         tagger.tag_pending("")
         value = loss_fn(output, tgt) if tgt is not None else loss_fn(output)
@@ -303,12 +335,73 @@ def trace_training_step(
     except TraceError:
         raise
     except Exception as e:  # the model's own code failed under tracing
-        raise TraceError(f"the training step of {type(model).__name__} does not trace: "
-                         f"{type(e).__name__}: {e}") from e
+        # from None: the original message may hold a tensor's values (kept as .original).
+        raise TraceError(_trace_failure(model_name, tagger, e), original=e) from None
     finally:
         model.train(was_training)
+    tied = {n: names[1:] for n, names in aliases.items() if len(names) > 1}
     return TracedStep(gm, placeholders, args, optimizer,
-                      {n: _module_of(n) for n in param_names})
+                      {n: _module_of(n) for n in param_names}, tied, model_name)
+
+
+def _tensor_names(model: torch.nn.Module) -> Dict[str, List[str]]:
+    """Every name of each parameter and buffer, keyed by its first name: a tensor shared by
+    two modules (tied embeddings: `head.weight = embed.weight`), or a module reached by two
+    paths, has several. named_parameters() and named_buffers() give the first name only."""
+    names: Dict[int, List[str]] = {}
+    for prefix, mod in model.named_modules(remove_duplicate=False):
+        for table in (mod._parameters, mod._buffers):
+            for local, t in table.items():
+                if t is not None:
+                    full = f"{prefix}.{local}" if prefix else local
+                    group = names.setdefault(id(t), [])
+                    if full not in group:
+                        group.append(full)
+    return {group[0]: group for group in names.values()}
+
+
+_TENSOR_TEXT = ("Found in", "Parameter containing", "tensor(", "FakeTensor(", "\n")
+
+
+def _trace_failure(model_name: str, tagger: "_NodeTagger", e: Exception) -> str:
+    """A short message for a model that does not trace: the model, the aten op being
+    dispatched, the module path and phase, the model's own source line, and the first line
+    of PyTorch's reason with anything that would print a tensor's values cut off."""
+    op, line = _failure_site(e.__traceback__)
+    reason = str(e)
+    for marker in _TENSOR_TEXT:
+        cut = reason.find(marker)
+        if cut >= 0:
+            reason = reason[:cut]
+    reason = reason.strip().rstrip(".:") or "(no message; see TraceError.original)"
+    if len(reason) > 240:
+        reason = reason[:237] + "..."
+    where = tagger.where() + (f", in {op}" if op else "") + (f", at {line}" if line else "")
+    hint = ""
+    if "non-Fake Tensor" in str(e):
+        hint = ("\n  a real tensor reached the fake trace: is a tensor the model uses neither a "
+                "parameter nor a buffer (register_buffer), or is it created outside forward?")
+    return (f"the training step of {model_name} does not trace: {where}: "
+            f"{type(e).__name__}: {reason}{hint}")
+
+
+def _failure_site(tb) -> Tuple[str, str]:
+    """The aten op being dispatched where the trace failed ("aten.t.default") and the last
+    source line outside torch and gdp.torch ("model.py:42 in forward"), from a traceback."""
+    op, line = "", ""
+    torch_dir = os.path.dirname(torch.__file__)
+    here = os.path.dirname(os.path.abspath(__file__))
+    while tb is not None:
+        frame = tb.tb_frame
+        func = frame.f_locals.get("func")
+        if isinstance(func, torch._ops.OpOverload):
+            op = str(func)
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not (path.startswith(torch_dir) or path.startswith(here) or "functorch" in path
+                or frame.f_code.co_filename.startswith("<frozen")):
+            line = f"{os.path.basename(path)}:{tb.tb_lineno} in {frame.f_code.co_name}"
+        tb = tb.tb_next
+    return op, line
 
 
 def _adam_update(p, g, m, v, o, step: int) -> None:
