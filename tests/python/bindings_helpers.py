@@ -1,9 +1,11 @@
 """What the python/ tests of the bindings share: skipping (exit 77, which ctest reports as
-skipped) when numpy or the compiled module is missing, the gdp binary (GDP_BIN) run as a
-subprocess with its JSON output parsed, and the smoke suite's gnmt_small.
+skipped) when numpy or the compiled module is missing, running under the project's .venv
+where a test needs Gymnasium, the gdp binary (GDP_BIN) run as a subprocess with its JSON
+output parsed, and the smoke suite's gnmt_small.
 
 Environment (set by tests/python/CMakeLists.txt): PYTHONPATH (the built package), GDP_BIN
-(the gdp binary), GDP_SOURCE_DIR (the source tree).
+(the gdp binary), GDP_SOURCE_DIR (the source tree), GDP_VENV_PYTHON (the interpreter of the
+project's virtual environment, .venv/bin/python, made by scripts/install_deps.sh).
 """
 
 import json
@@ -19,6 +21,27 @@ SKIP = 77
 def skip(message):
     print(f"SKIPPED: {message}", flush=True)
     sys.exit(SKIP)
+
+
+def require_gymnasium():
+    """Imports gymnasium, else runs this test again under the project's .venv (Debian's python3
+    with its packages plus Gymnasium from PyPI: scripts/install_deps.sh), else skips it."""
+    try:
+        import gymnasium
+
+        return gymnasium
+    except ImportError as e:
+        error = e
+    venv = os.environ.get("GDP_VENV_PYTHON") or os.path.join(
+        os.environ.get("GDP_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", ".."),
+        ".venv", "bin", "python")
+    if os.path.isfile(venv) and not os.environ.get("GDP_TEST_IN_VENV"):
+        os.environ["GDP_TEST_IN_VENV"] = "1"  # once: a venv without gymnasium skips below
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execv(venv, [venv, os.path.abspath(sys.argv[0]), *sys.argv[1:]])
+    skip(f"gymnasium is not installed for {sys.executable} nor in {venv} ({error}); "
+         "bash scripts/install_deps.sh makes .venv with it")
 
 
 def require(module):

@@ -1,15 +1,20 @@
-"""python/env: gdp.env.PlacementEnv follows the Gymnasium API (reset -> (obs, info); step ->
-(obs, reward, terminated, truncated, info)), its observation is the policy's features
-(gdp.features) with their unit means, a step takes a device per placement unit and pays the
-trainers' reward (-sqrt(step / reference), -10 when invalid); step_batch equals steps."""
+"""python/env: gdp.env's environments are gymnasium.Env subclasses whose spaces describe what
+they return: the observation is the policy's features (gdp.features) with their unit means,
+fresh at every call; info depends only on the arguments (and, after a step, the action). A
+PlacementEnv step takes a device per placement unit and pays the trainers' reward
+(-sqrt(step / reference), -10 when invalid); step_batch equals steps; SequentialPlacementEnv
+places one unit per step and pays the same reward at its last step. Runs under the project's
+.venv (Gymnasium), skipped without it."""
 
 import json
 
 import bindings_helpers as h  # first: skips (77) without numpy
-import numpy as np
 
-import gdp
-from gdp.env import PlacementEnv
+gymnasium = h.require_gymnasium()
+import numpy as np  # noqa: E402
+
+import gdp  # noqa: E402
+from gdp.env import PlacementEnv, SequentialPlacementEnv  # noqa: E402
 
 
 class Env(h.TempDirCase):
@@ -57,24 +62,54 @@ class Env(h.TempDirCase):
         np.testing.assert_array_equal(u["unit_of"][u["first_op"]], np.arange(u["num_units"]))
         self.assertLess(u["num_units"], self.g.num_ops)
 
-    def test_reset_and_spaces(self):
+    def test_spaces_describe_the_observation(self):
         env = self.env
+        self.assertIsInstance(env, gymnasium.Env)
+        self.assertIsInstance(env.action_space, gymnasium.spaces.MultiDiscrete)
+        self.assertIsInstance(env.observation_space, gymnasium.spaces.Dict)
         obs, info = env.reset(seed=0)
+        self.assertIn(obs, env.observation_space)
+        self.assertEqual(set(obs), set(env.observation_space.spaces))
+        self.assertEqual(set(obs), {"x", "op_type", "edge_index", "topo", "graph_stats",
+                                    "unit_of", "unit_x", "unit_size"})
+        for k, v in obs.items():
+            self.assertIsInstance(v, np.ndarray, k)  # numbers only: names are attributes
+        self.assertEqual(env.columns, gdp.NODE_FEATURES)
+        self.assertEqual(env.graph_columns, gdp.GRAPH_FEATURES)
         self.assertEqual(obs["unit_x"].shape, (env.num_units, obs["x"].shape[1]))
         # unit_x is each unit's mean op feature.
         u = 5
         ops = np.flatnonzero(env.unit_of == u)
         np.testing.assert_allclose(obs["unit_x"][u], obs["x"][ops].mean(0), rtol=1e-6)
+        self.assertEqual(obs["unit_size"][u], len(ops))
         self.assertEqual(info["reference_method"], "human")
         self.assertEqual(info["num_devices"], 2)
         a = env.action_space.sample()
         self.assertEqual(a.shape, (env.num_units,))
-        self.assertTrue(env.action_space.contains(a))
-        self.assertEqual(env.action_space.sample(4).shape, (4, env.num_units))
+        self.assertIn(a, env.action_space)
         env.reset(seed=0)
         b = env.action_space.sample()
         env.reset(seed=0)
-        np.testing.assert_array_equal(b, env.action_space.sample())  # seeded
+        np.testing.assert_array_equal(b, env.action_space.sample())  # reset(seed) seeds it
+
+    def test_observations_are_fresh_and_info_depends_on_arguments_only(self):
+        env = PlacementEnv(self.g, h.CLUSTER)
+        obs1, info1 = env.reset(seed=1)
+        first = {k: v.copy() for k, v in obs1.items()}
+        obs1["x"][:] = -1  # the caller's edits stay the caller's
+        obs1["unit_of"][0] = 7
+        for _ in range(3):
+            obs2, _, _, _, step_info = env.step(env.action_space.sample())
+        self.assertNotIn("samples", step_info)
+        self.assertNotIn("best_step_s", step_info)
+        obs3, info3 = env.reset(seed=2)
+        for k in first:
+            np.testing.assert_array_equal(obs2[k], first[k])
+            np.testing.assert_array_equal(obs3[k], first[k])
+            self.assertFalse(np.shares_memory(obs2[k], obs3[k]), k)
+        self.assertEqual(info1, info3)
+        self.assertEqual(PlacementEnv(self.g, h.CLUSTER).reset(seed=9)[1], info1)
+        self.assertEqual(env.samples, 3)  # bookkeeping lives in attributes
 
     def test_step_reward(self):
         env = PlacementEnv(self.g, h.CLUSTER)
@@ -83,17 +118,20 @@ class Env(h.TempDirCase):
         # The reference placement as a unit action gives reward -1 exactly.
         a = env.unit_action(ref["placement"])
         np.testing.assert_array_equal(env.placement(a), ref["placement"])
+        env.reset(seed=0)
         obs, reward, terminated, truncated, info = env.step(a)
         self.assertEqual(reward, -1.0)
-        self.assertTrue(terminated)
-        self.assertFalse(truncated)
+        self.assertIs(terminated, True)
+        self.assertIs(truncated, False)
         self.assertTrue(info["valid"])
+        self.assertEqual(info["step_time_s"], ref["step_s"])
         # Any other action: -sqrt(step / reference) with the simulator's step time.
         sim = gdp.Simulator(self.g, h.CLUSTER)
         rng = np.random.default_rng(1)
         for _ in range(3):
             a = rng.integers(0, 2, env.num_units, dtype=np.int32)
             t = sim.step_time(a[env.unit_of])
+            env.reset()
             _, reward, _, _, info = env.step(a)
             self.assertEqual(info["step_time_s"], t)
             self.assertEqual(reward, -np.sqrt(t / env.reference_s))
@@ -106,6 +144,55 @@ class Env(h.TempDirCase):
         self.assertEqual(rewards.shape, (16,))
         self.assertEqual(list(rewards), [env.step(x)[1] for x in A])
         self.assertEqual(list(times), list(sim.step_times(A[:, env.unit_of])))
+
+    def test_sequential_places_one_unit_per_step(self):
+        env = SequentialPlacementEnv(self.g, h.CLUSTER, seed=0)
+        self.assertIsInstance(env.action_space, gymnasium.spaces.Discrete)
+        with self.assertRaisesRegex(RuntimeError, "call reset"):
+            env.step(0)
+        ref = gdp.reference(self.g, h.CLUSTER)
+        a = env.unit_action(ref["placement"])
+        obs, info = env.reset(seed=0)
+        self.assertIn(obs, env.observation_space)
+        self.assertEqual(obs["unit"], 0)
+        np.testing.assert_array_equal(obs["placement"], np.full(env.num_units, 2))
+        graph = env.graph_observation()
+        np.testing.assert_array_equal(obs["current_x"], graph["unit_x"][0])
+        U = env.num_units
+        for t in range(U):
+            obs, reward, terminated, truncated, info = env.step(a[t])
+            self.assertIn(obs, env.observation_space)
+            self.assertEqual(obs["unit"], t + 1)
+            self.assertEqual(obs["placement"][t], a[t])
+            self.assertIs(terminated, t == U - 1)
+            self.assertIs(truncated, False)
+            if t < U - 1:
+                self.assertEqual(reward, 0.0)
+                self.assertEqual(obs["placement"][t + 1], 2)  # not placed yet
+                if t == 3:
+                    np.testing.assert_array_equal(obs["current_x"], graph["unit_x"][4])
+        self.assertEqual(reward, -1.0)  # the reference placement
+        self.assertEqual(info["step_time_s"], ref["step_s"])
+        np.testing.assert_array_equal(obs["placement"], a)
+        with self.assertRaisesRegex(RuntimeError, "episode is over"):
+            env.step(0)
+        # The same reward as PlacementEnv for any placement.
+        one = PlacementEnv(self.g, h.CLUSTER)
+        b = np.random.default_rng(2).integers(0, 2, U, dtype=np.int32)
+        env.reset()
+        for t in range(U):
+            _, reward, _, _, _ = env.step(int(b[t]))
+        self.assertEqual(reward, one.step(b)[1])
+
+    def test_gymnasium_make(self):
+        env = gymnasium.make("gdp/Placement-v0", graph=self.graph_path, cluster=h.CLUSTER)
+        obs, _ = env.reset(seed=0)
+        self.assertIn(obs, env.observation_space)
+        self.assertTrue(env.step(env.action_space.sample())[2])
+        env = gymnasium.make("gdp/SequentialPlacement-v0", graph=self.graph_path,
+                             cluster=h.CLUSTER)
+        env.reset(seed=0)
+        self.assertEqual(env.step(1)[1], 0.0)
 
     def test_invalid_penalty(self):
         cluster = json.loads(h.gdp_cli("cluster", h.CLUSTER)[1])
@@ -123,6 +210,25 @@ class Env(h.TempDirCase):
         self.assertEqual(env.step(np.zeros(env.num_units, np.int32))[1], -4.0)
         self.assertEqual(list(env.step_batch(np.zeros((2, env.num_units), np.int32))[0]),
                          [-4.0, -4.0])
+
+    def test_bad_input(self):
+        env = PlacementEnv(self.g, h.CLUSTER)
+        U = env.num_units
+        for bad, message in ((np.zeros(U + 1, np.int32), "expected shape"),
+                             (np.full(U, 5, np.int32), r"devices must be in \[0, 2\)"),
+                             (np.zeros(U), "expected integer devices")):
+            with self.assertRaisesRegex(ValueError, message):
+                env.step(bad)
+        with self.assertRaisesRegex(ValueError, "takes no options"):
+            env.reset(options={"nope": 1})
+        with self.assertRaisesRegex(ValueError, "reference_s must be positive"):
+            PlacementEnv(self.g, h.CLUSTER, reference_s=0)
+        seq = SequentialPlacementEnv(self.g, h.CLUSTER)
+        seq.reset()
+        with self.assertRaisesRegex(ValueError, r"devices must be in \[0, 2\)"):
+            seq.step(2)
+        with self.assertRaisesRegex(ValueError, "one integer device"):
+            seq.step(0.5)
 
 
 if __name__ == "__main__":

@@ -164,16 +164,7 @@ class Errors(h.TempDirCase):
         self.assertRaisesMessage(gdp.InputError, "queue: expected fifo or topo", gdp.Simulator,
                                  self.g, h.CLUSTER, queue="lifo")
 
-    def test_env_and_reward(self):
-        from gdp.env import PlacementEnv
-
-        env = PlacementEnv(self.g, h.CLUSTER)
-        with self.assertRaises(ValueError):
-            env.step(np.zeros(env.num_units + 1, np.int32))
-        with self.assertRaises(ValueError):
-            env.step(np.full(env.num_units, 5, np.int32))
-        with self.assertRaises(ValueError):
-            env.step(np.zeros(env.num_units))
+    def test_reward(self):  # the environments' bad input: python/env
         with self.assertRaisesRegex(ValueError, "reference step time must be positive"):
             gdp.reward(1.0, 0.0)
 

@@ -1,6 +1,6 @@
 """python/example: examples/torch_policy.py (a PyTorch policy trained by REINFORCE against
 gdp.env.PlacementEnv on the smoke suite's gnmt_small) beats random search at an equal,
-seeded sample count. Skipped (77) without PyTorch."""
+seeded sample count. Skipped (77) without PyTorch or Gymnasium."""
 
 import json
 import os
@@ -10,6 +10,7 @@ import unittest
 
 import bindings_helpers as h
 
+h.require_gymnasium()  # the example's gdp.env needs it
 h.require("torch")
 
 EXAMPLE = os.path.join(h.SOURCE_DIR, "examples", "torch_policy.py")
