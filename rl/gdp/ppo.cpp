@@ -168,7 +168,7 @@ std::vector<double> advantages(const std::vector<double>& rewards, const PpoConf
   if (c.normalize_advantages) {
     double var = 0;  // every baseline above is centred: mean_k adv_k = 0
     for (double a : adv) var += a * a;
-    const double scale = 1.0 / (std::sqrt(var / K) + 1e-8);
+    const double scale = 1.0 / (std::max(std::sqrt(var / K), c.std_floor) + 1e-8);
     for (double& a : adv) a *= scale;
   }
   return adv;

@@ -34,6 +34,10 @@ struct PpoConfig {
   double entropy_coef = 0.01;        // bonus weight (loss -= coef * mean entropy)
   bool normalize_advantages = true;  // per graph: divided by (std + 1e-8) over its K samples
   Baseline baseline = Baseline::rank;
+  // With normalize_advantages, the divisor is max(std, std_floor): a graph whose K rewards
+  // barely differ (a large graph under a near-uniform policy, where the spread is the noise
+  // of U independent draws) is not amplified to the scale of one whose placements matter.
+  double std_floor = 0;
 };
 
 // Advantages of the K samples of one graph from their rewards (c.baseline), divided by their

@@ -126,6 +126,7 @@ TrainConfig TrainConfig::preset(const std::string& regime, const std::string& so
   c.elite.size = 0;
   c.explore.local_fraction = 0;
   c.ppo.baseline = Baseline::mean;
+  c.ppo.std_floor = 0.01;
   c.type_dropout = 0.1;
   c.family_weights = true;
   return c;
@@ -150,7 +151,9 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
   if (j.contains("ppo")) {
     const nlohmann::json& p = sj.object(j, "ppo", "");
     StrictJson sp(source + ": ppo");
-    sp.check_keys(p, "", {}, {"clip", "entropy_coef", "normalize_advantages", "baseline"});
+    sp.check_keys(p, "", {},
+                  {"clip", "entropy_coef", "normalize_advantages", "baseline", "std_floor"});
+    c.ppo.std_floor = num_key(sp, p, "std_floor", c.ppo.std_floor, 0, 1e6);
     c.ppo.clip = num_key(sp, p, "clip", c.ppo.clip, 0, 1);
     c.ppo.entropy_coef = num_key(sp, p, "entropy_coef", c.ppo.entropy_coef, 0, 10);
     if (p.contains("normalize_advantages"))
@@ -252,7 +255,8 @@ nlohmann::ordered_json TrainConfig::to_json() const {
   j["ppo"] = {{"clip", ppo.clip},
               {"entropy_coef", ppo.entropy_coef},
               {"normalize_advantages", ppo.normalize_advantages},
-              {"baseline", baseline_name(ppo.baseline)}};
+              {"baseline", baseline_name(ppo.baseline)},
+              {"std_floor", ppo.std_floor}};
   j["reward"] = {{"invalid_penalty", reward.invalid_penalty}};
   j["samples_per_iteration"] = samples_per_iteration;
   j["epochs"] = epochs;

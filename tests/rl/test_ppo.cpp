@@ -380,6 +380,13 @@ TEST_CASE("rl/gdp/ppo advantages: baseline, normalization, single sample, zero s
   CHECK_THROWS_AS(advantages({}, norm), std::invalid_argument);
   CHECK_THROWS_WITH(advantages({1.0, std::numeric_limits<double>::infinity()}, norm),
                     Catch::Contains("reward[1]"));
+  // std_floor: a spread below the floor is divided by the floor, not amplified to 1.
+  PpoConfig floored = norm;
+  floored.std_floor = 0.01;
+  const auto f = advantages({-1.001, -1.0, -0.999}, floored);  // std 8.2e-4
+  CHECK(f[0] == Approx(-0.001 / (0.01 + 1e-8)).epsilon(1e-9));
+  CHECK(f[2] == Approx(0.001 / (0.01 + 1e-8)).epsilon(1e-9));
+  CHECK(advantages({1.0, 2.0, 3.0}, floored) == a);  // above the floor: unchanged
 }
 
 TEST_CASE("rl/gdp/ppo stats: ratio 1, and a clipped case by hand", "[rl]") {
