@@ -57,11 +57,23 @@ place::GuidePlan policy_plan(const Policy& policy, place::Run& run, const place:
   const place::Problem& pb = run.problem();
   nn::NoGradGuard no_grad;
   const PolicyInput in = policy.prepare(pb.graph(), pb.cluster(), pb.cost());
-  if (in.units.unit_of != units.unit_of)
-    throw std::logic_error("gdp-anneal: the policy's units differ from anneal's");
   const nn::Var logits = policy.forward(in);
   place::GuidePlan plan;
-  plan.guide = guide_of(logits.value(), in.anchored, mix);
+  if (in.units.unit_of == units.unit_of) {
+    plan.guide = guide_of(logits.value(), in.anchored, mix);
+  } else {
+    // A policy of coarser decisions (PolicyConfig::decision "stage": unions of colocation
+    // units, numbered alike, so anneal's unit 0 is in the policy's unit 0): each of anneal's
+    // units is guided by the row of the policy's unit that holds it.
+    const nn::Tensor host = logits.value().cpu().contiguous();
+    const int64_t A = host.dim(1);
+    nn::Tensor rows({units.num_units(), A});
+    for (int32_t u = 0; u < units.num_units(); ++u) {
+      const int32_t pu = in.units.unit_of[static_cast<size_t>(units.first_op[u])];
+      for (int64_t c = 0; c < A; ++c) rows[u * A + c] = host[pu * A + c];
+    }
+    plan.guide = guide_of(rows, in.anchored, mix);
+  }
   plan.starts.push_back(placement_of(in.units, greedy_actions(logits.value()), 0));
   plan.start_names.push_back("policy greedy");
   // The samples leave room for the start methods and a few moves.
