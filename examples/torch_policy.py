@@ -8,8 +8,10 @@ trained with REINFORCE on the trainers' reward (-sqrt(step / reference), -10 whe
 with a moving-average baseline. Random search draws the same number of placements uniformly.
 Both are scored by the best step time among their samples.
 
-    PYTHONPATH=build/python /usr/bin/python3 examples/torch_policy.py
-    PYTHONPATH=build/python /usr/bin/python3 examples/torch_policy.py --samples 4096 --entry bert_small
+    PYTHONPATH=build/python .venv/bin/python examples/torch_policy.py
+    PYTHONPATH=build/python .venv/bin/python examples/torch_policy.py --samples 4096 --entry bert_small
+
+gdp.env needs Gymnasium 1.x: .venv (scripts/install_deps.sh) has it, with Debian's torch.
 
 --check exits 1 unless the policy's best beats random's (python/example runs it so).
 """
