@@ -31,7 +31,8 @@ if not have_core():
     raise ImportError(f"gdp.env: {_MISSING_MESSAGE}")
 
 _GYMNASIUM_HINT = ("gdp.env needs Gymnasium 1.x: pip install 'gymnasium>=1.0' (bash "
-                   "scripts/install_deps.sh makes the project's .venv with it; run .venv/bin/python)")
+                   "scripts/install_deps.sh makes the project's .venv with it: "
+                   "run .venv/bin/python)")
 try:
     import gymnasium
     from gymnasium import spaces

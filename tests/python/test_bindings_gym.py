@@ -6,7 +6,6 @@ observation wrappers apply. Runs under the project's .venv, skipped without Gymn
 
 import os
 import sys
-import unittest
 import warnings
 
 import bindings_helpers as h  # first: skips (77) without numpy
