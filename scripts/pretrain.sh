@@ -5,17 +5,17 @@
 #   scripts/pretrain.sh --package RUN   package an existing `gdp train --suite` run only
 #
 # Training: GDP-batch over datasets/suites/pretrain.json (no holdout.json or pipedream.json
-# graph), seed 1, with the sample budget below (the shipped run's; at the commit in its
-# pretrained.json the same seed and budget
-# give the same checkpoint). GDP_PRETRAIN_ARGS adds flags (e.g. "--expert 32");
+# graph) in the transfer regime (the default of `gdp train --suite`; docs/ppo.md), seed 1,
+# with the sample budget below (the shipped run's; at the commit in its pretrained.json the
+# same seed and budget give the same checkpoint). GDP_PRETRAIN_ARGS adds flags;
 # GDP_PRETRAIN_COMMIT names the commit of the binary that trained a packaged run (default HEAD).
 # Packaging keeps config.json, the last checkpoint (parameters and Adam state), a state.json
 # that names it, summary.json when the run finished, and pretrained.json: the suite, the
-# command, the commit, samples, iterations and wall time. Takes about an hour on 2 cores.
+# command, the commit, samples, iterations and wall time. Takes about 70 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GDP=${GDP:-./build/gdp}
-SAMPLES=${GDP_PRETRAIN_SAMPLES:-41760}
+SAMPLES=${GDP_PRETRAIN_SAMPLES:-209961}
 OUT=models/gdp-pretrained
 
 if [ "${1:-}" = "--package" ]; then
