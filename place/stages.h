@@ -49,7 +49,7 @@ StageCoordinates stage_coordinates(const Graph& g, const std::vector<double>& op
 // Decision units of one stage rank each: the ops of a rank take one device together (a
 // colocation group goes with the rank of its first op, so groups stay whole). Numbered in the
 // topological order of their first op, as Units::colocation. A policy that places these
-// units makes a few hundred decisions on GNMT-8 instead of 50,000 (docs/ppo.md, "Transfer").
+// units makes 25 decisions on GNMT-8 instead of 53,481 (docs/ppo.md, "Transfer").
 Units stage_units(const Graph& g, const std::vector<int32_t>& rank, int32_t num_ranks);
 
 // Device of each op when the coordinate is cut into `stages` equal pieces, stage s on device
