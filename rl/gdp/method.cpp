@@ -26,7 +26,6 @@ class GdpPlacer : public place::Placer {
   explicit GdpPlacer(const place::Options& o)
       : checkpoint_(resolve_checkpoint(o.string("checkpoint"), "gdp")),
         samples_(o.integer("samples")),
-        temperature_(o.number("temperature")),
         fine_tune_(o.boolean("fine_tune")),
         config_(TrainConfig::from_json(o.object("config"), "method 'gdp': options.config")) {
     if (fine_tune_ && checkpoint_.empty())
@@ -78,13 +77,7 @@ class GdpPlacer : public place::Placer {
     Rng rng(run.seed());
     const int32_t n = static_cast<int32_t>(
         std::min<int64_t>(samples_, std::max<int64_t>(0, run.samples_left() - 1)));
-    // Samples from softmax(z / T): T < 1 keeps them closer to the greedy placement.
-    nn::Tensor z = logits.value().cpu().contiguous();
-    if (temperature_ != 1.0) {
-      z = z.clone();
-      for (int64_t i = 0; i < z.numel(); ++i) z[i] = static_cast<float>(z[i] / temperature_);
-    }
-    const std::vector<int32_t> acts = sample_actions(z, n, rng);
+    const std::vector<int32_t> acts = sample_actions(logits.value(), n, rng);
     for (int32_t k = 0; k < n; ++k) ps.push_back(placement_of(in.units, acts, k));
     const std::vector<double> t = run.evaluate(ps);
     int32_t raw_valid = 0;
@@ -119,7 +112,6 @@ class GdpPlacer : public place::Placer {
 
   std::string checkpoint_;
   int64_t samples_;
-  double temperature_;
   bool fine_tune_;
   TrainConfig config_;
 };
@@ -137,8 +129,6 @@ void register_methods(place::Registry& r) {
                             "policy on the graph (GDP-one)"),
        place::integer_option("samples", 63, 0, int64_t{1} << 30,
                              "zero-shot: the best of the greedy placement and N samples"),
-       place::number_option("temperature", 1.0, 1e-3, 1e3,
-                            "zero-shot: the samples are drawn from softmax(logits / T)"),
        place::boolean_option("fine_tune", false, "train from the checkpoint within the budget"),
        place::object_option("config", "training configuration (rl/gdp/trainer.h TrainConfig)")},
       true,

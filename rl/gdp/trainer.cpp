@@ -337,19 +337,17 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
     graphs_.push_back(std::move(st));
   }
   // Loss weights: 1 / graphs, or 1 / (families x graphs of the family).
+  auto family = [&](size_t i) {  // a graph without one is a family of its own
+    const std::string& f = graphs_[i].spec.family;
+    return f.empty() ? "#" + std::to_string(i) : f;
+  };
   std::map<std::string, int32_t> family_size;
-  for (size_t i = 0; i < graphs_.size(); ++i) {
-    const std::string& f = graphs_[i].spec.family;
-    ++family_size[f.empty() ? "#" + std::to_string(i) : f];
-  }
-  for (size_t i = 0; i < graphs_.size(); ++i) {
-    const std::string& f = graphs_[i].spec.family;
+  for (size_t i = 0; i < graphs_.size(); ++i) ++family_size[family(i)];
+  for (size_t i = 0; i < graphs_.size(); ++i)
     graphs_[i].loss_weight =
         config_.family_weights
-            ? 1.0f / static_cast<float>(family_size.size() *
-                                        family_size[f.empty() ? "#" + std::to_string(i) : f])
+            ? 1.0f / static_cast<float>(family_size.size() * family_size[family(i)])
             : 1.0f / static_cast<float>(graphs_.size());
-  }
 }
 
 Trainer::~Trainer() = default;
