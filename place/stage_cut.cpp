@@ -42,15 +42,16 @@ class StageCutPlacer : public Placer {
       Placement p{stage_cut(g, key, s)};
       if (first.device.empty()) first = p;
       ++tried;
-      if (repair_) {
-        RepairResult r = repair_memory(pb, p, key);
-        run.count_samples(r.simulations);
-        raw_valid += r.valid && !r.changed;
-        repaired += r.valid && r.changed;
-        if (r.valid) p = std::move(r.placement);
+      if (std::isfinite(run.evaluate(p))) {
+        ++raw_valid;
+      } else if (repair_) {  // only a cut that does not fit is repaired
+        const RepairResult r = repair_memory(pb, p, key);
+        run.count_samples(r.simulations - (r.valid ? 1 : 0));  // evaluate reruns its last
+        if (r.valid) {
+          run.evaluate(r.placement);
+          ++repaired;
+        }
       }
-      const double t = run.evaluate(p);
-      if (!repair_) raw_valid += std::isfinite(t);
     }
     char note[160];
     std::snprintf(note, sizeof note,
