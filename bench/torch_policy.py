@@ -20,7 +20,7 @@ BasicPolicy::forward:
   unit logits = index_add(W_out o + b_out over units) / unit sizes + mask         (U, A)
 The graph is random with the sizes of ours (nodes, distinct edges, units, vocabulary: the
 counters of the --compare file, else the defaults below); the features are random of the
-widths of rl/features.h (kNodeFeatures 36, doubled by the standardized copy; kGraphFeatures 19).
+widths of rl/gdp/features.h (kNodeFeatures 36, doubled by the standardized copy; kGraphFeatures 19).
 Equal work, not equal numbers: the values differ from ours.
 """
 import argparse
@@ -32,7 +32,7 @@ import torch.nn.functional as F
 
 from torch_blocks import TransformerXL, read_benchmark_json, segment_mean, timed_mean, uniform
 
-# rl/features.h and rl/gdp/policy.h (PolicyConfig defaults).
+# rl/gdp/features.h and rl/gdp/policy.h (PolicyConfig defaults).
 NODE_FEATURES, GRAPH_FEATURES = 36, 19
 A, E_TYPE, D, SAGE_LAYERS, L, HEADS, FFN, SEG, MEM, FILM_HIDDEN = 8, 16, 64, 2, 2, 4, 256, 128, 128, 64
 # The 50k-op graph of BM_PolicyStep_50k (make_random_graph layered, 50000, seed 1), when no

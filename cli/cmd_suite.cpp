@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "cli/method_columns.h"
 #include "core/io.h"
+#include "core/mpi.h"
 #include "core/json_strict.h"
 #include "eval/suite_run.h"
 
@@ -170,9 +171,9 @@ int suite_run(int argc, char** argv) {
   eval::SuiteRunUi ui;
   ui.stop_after = a.integer("--stop-after", 0, 0, INT64_MAX);
   // Under mpirun: rank 0 writes and reports, the other ranks run cells (docs/runner.md).
-  const eval::MpiWorld mpi = eval::mpi_begin();
+  const MpiWorld mpi = mpi_begin();
   struct MpiEnd {
-    ~MpiEnd() { eval::mpi_end(); }
+    ~MpiEnd() { mpi_end(); }
   } mpi_end_guard;
   ProgressLine line(isatty(2));
   if (!a.has("--quiet") && mpi.rank == 0) {

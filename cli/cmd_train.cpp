@@ -1,4 +1,4 @@
-// `gdp train`: trains the GDP policy with PPO (rl/session.h): on one graph (GDP-one), on every
+// `gdp train`: trains a learned placer (rl/run/session.h; GDP with PPO by default): on one graph (GDP-one), on every
 // graph of a suite (GDP-batch, pre-training), from another run's policy (--init: fine-tuning),
 // or continues a killed run (--resume).
 #include <cmath>
@@ -8,10 +8,12 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "core/io.h"
+#include "core/mpi.h"
 #include "core/json_strict.h"
 #include "eval/suite_run.h"
 #include "place/options.h"
-#include "rl/session.h"
+#include "rl/methods.h"
+#include "rl/run/session.h"
 
 namespace gdp::cli {
 
@@ -94,10 +96,10 @@ int cmd_train(int argc, char** argv) {
   }
   if (!a.positional().empty()) throw UsageError("unexpected argument '" + a.positional()[0] + "'");
   const int64_t iterations = a.integer("--iterations", 0, 1, INT64_MAX);
-  // Under mpirun: data-parallel GDP (rl/dist.h); rank 0 writes the run and prints.
-  const eval::MpiWorld mpi = eval::mpi_begin();
+  // Under mpirun: data-parallel GDP (core/mpi.h); rank 0 writes the run and prints.
+  const MpiWorld mpi = mpi_begin();
   struct MpiEnd {
-    ~MpiEnd() { eval::mpi_end(); }
+    ~MpiEnd() { mpi_end(); }
   } mpi_end_guard;
   const bool quiet = a.has("--quiet") || mpi.rank != 0;
   if (a.has("--resume")) {
@@ -107,11 +109,11 @@ int cmd_train(int argc, char** argv) {
       if (a.has(f))
         throw UsageError(std::string("--resume takes the run's own settings; drop ") + f);
     const std::string dir = a.get("--resume");
-    rl::resume(dir, quiet ? rl::IterationFn() : printer(place::Budget()), iterations);
+    rl::resume(rl::learners(), dir, quiet ? rl::IterationFn() : printer(place::Budget()), iterations);
     if (mpi.rank == 0) std::printf("%s: resumed and finished (summary.json)\n", dir.c_str());
     return 0;
   }
-  rl::SessionSpec s;
+  rl::RunSpec s;
   if (a.has("--suite")) {
     if (a.has("--graph") || a.has("--cluster"))
       throw UsageError("give --suite, or --graph and --cluster, not both");
@@ -122,31 +124,36 @@ int cmd_train(int argc, char** argv) {
   }
   const std::string out = a.require("--out");
   s.method = a.get("--method", "gdp");
-  if (s.method != "gdp" && s.method != "hdp" && s.method != "placeto")
-    throw UsageError("--method expects gdp, hdp or placeto, got '" + s.method + "'");
-  if (s.method == "gdp" && a.has("--options"))
-    throw UsageError("--options is for --method hdp|placeto; gdp takes --config F");
-  if (s.method != "gdp" && a.has("--config"))
-    throw UsageError("--config is gdp's; give hdp and placeto their settings with --options");
-  if (a.has("--options")) s.options = place::parse_options_arg(a.get("--options"));
-  s.checkpoint_every = static_cast<int32_t>(a.integer("--checkpoint-every", -1, 0, 1 << 30));
-  // Pre-training on a suite defaults to the transfer regime, one graph to the search regime
-  // (rl/gdp/trainer.h TrainConfig::regime); a config's "regime" key overrides either.
-  const std::string regime = a.has("--suite") ? "transfer" : "search";
+  const rl::LearnerRegistry& learners = rl::learners();
+  if (!learners.has(s.method)) {
+    std::string names;
+    for (const std::string& n : learners.names()) names += (names.empty() ? "" : ", ") + n;
+    throw UsageError("--method expects one of " + names + ", got '" + s.method + "'");
+  }
+  // The method's options: gdp's with --config F (a TrainConfig, rl/gdp/config.h; its regime
+  // defaults to transfer with --suite, search otherwise), the others' with --options.
+  const std::string flag = learners.find(s.method, "train").options_flag;
+  for (const char* other : {"--config", "--options"})
+    if (a.has(other) && other != flag) {
+      std::string takers;
+      for (const rl::LearnerMethod& m : learners.methods())
+        if (m.options_flag == other) takers += (takers.empty() ? "" : ", ") + m.name;
+      throw UsageError(std::string(other) + " is for " + takers + "; " + s.method +
+                       " takes its settings with " + flag);
+    }
+  if (a.has("--options")) {
+    s.options = place::parse_options_arg(a.get("--options"));
+    s.options_source = "--options";
+  }
   if (a.has("--config")) {
     const std::string path = a.get("--config");
-    s.config =
-        rl::TrainConfig::from_json(StrictJson(path).parse(read_text_file(path)), path, regime);
-  } else {
-    s.config = rl::TrainConfig::preset(regime);
+    s.options = StrictJson(path).parse(read_text_file(path));
+    s.options_source = path;
   }
+  s.checkpoint_every = static_cast<int32_t>(a.integer("--checkpoint-every", -1, 0, 1 << 30));
   if (a.has("--expert")) {
     if (s.method != "gdp") throw UsageError("--expert is gdp's (expert iteration)");
-    s.config.expert.anneal_samples = static_cast<int32_t>(a.integer("--expert", 0, 1, 1 << 20));
-    if (s.config.elite.size == 0)
-      throw UsageError(
-          "--expert imitates the elites: the config's elite.size must be > 0 (the transfer "
-          "regime, the default of --suite, keeps none: give --config with elite.size)");
+    s.options["expert"]["anneal_samples"] = a.integer("--expert", 0, 1, 1 << 20);
   }
   s.budget.samples = a.integer("--samples", 0, 1, int64_t{1} << 40);
   s.budget.seconds = a.number("--seconds", 0, 1e-3, 1e9);
@@ -157,7 +164,7 @@ int cmd_train(int argc, char** argv) {
   s.init_dir = a.get("--init");
   s.profile_path = a.get("--profile");
   s.max_iterations = iterations;
-  rl::train(s, out, quiet ? rl::IterationFn() : printer(s.budget));
+  rl::train(learners, s, out, quiet ? rl::IterationFn() : printer(s.budget));
   if (mpi.rank == 0)
     std::printf("%s: done (summary.json)%s\n", out.c_str(),
                 mpi.size > 1 ? (" on " + std::to_string(mpi.size) + " MPI ranks").c_str() : "");

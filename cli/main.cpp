@@ -9,7 +9,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "place/registry.h"
-#include "rl/register.h"
+#include "rl/methods.h"
 
 namespace {
 

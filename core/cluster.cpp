@@ -5,10 +5,46 @@
 #include <cmath>
 #include <cstdio>
 #include <string_view>
+#include <tuple>
 
 #include "core/error.h"
 
 namespace gdp {
+
+RouteCost Cluster::route_cost(int32_t s, int32_t d) const {
+  RouteCost c;
+  for (int32_t dl : route(s, d)) {
+    const LinkSpec& l = links[static_cast<size_t>(dl / 2)];
+    ++c.hops;
+    c.latency_s += l.latency_s;
+    c.bottleneck_Bps = std::min(c.bottleneck_Bps, l.bandwidth_Bps);
+  }
+  return c;
+}
+
+bool Cluster::devices_interchangeable() const {
+  const int32_t D = num_devices();
+  const DeviceSpec& d0 = devices[0];
+  for (const DeviceSpec& d : devices)
+    if (d.kind != d0.kind || d.peak_fp32_flops != d0.peak_fp32_flops ||
+        d.peak_fp16_flops != d0.peak_fp16_flops || d.mem_bandwidth_Bps != d0.mem_bandwidth_Bps ||
+        d.memory_bytes != d0.memory_bytes || d.launch_overhead_s != d0.launch_overhead_s)
+      return false;
+  auto profile = [&](int32_t s) {  // the sorted costs of s's routes to the others
+    std::vector<std::tuple<int32_t, double, double>> keys;
+    for (int32_t d = 0; d < D; ++d) {
+      if (d == s) continue;
+      const RouteCost k = route_cost(s, d);
+      keys.emplace_back(k.hops, k.bottleneck_Bps, k.latency_s);
+    }
+    std::sort(keys.begin(), keys.end());
+    return keys;
+  };
+  const auto p0 = profile(0);
+  for (int32_t s = 1; s < D; ++s)
+    if (profile(s) != p0) return false;
+  return true;
+}
 
 std::string Cluster::node_name(int32_t node) const {
   if (node < num_devices()) return devices[node].name;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,18 @@ struct DeviceSpec {
   double mem_bandwidth_Bps = 0;  // device memory bandwidth, bytes/s
   int64_t memory_bytes = 0;      // capacity
   double launch_overhead_s = 0;  // per-op fixed cost (kernel launch + framework)
+};
+
+// The uncontended cost of a route: its hops, the sum of their latencies and the smallest of
+// their bandwidths (docs/cost-model.md §3: transfers are cut-through).
+struct RouteCost {
+  int32_t hops = 0;
+  double latency_s = 0;
+  double bottleneck_Bps = std::numeric_limits<double>::infinity();
+  // latency + bytes / bottleneck (0 bytes: the latency alone).
+  double time_s(int64_t bytes) const {
+    return latency_s + (bytes > 0 ? static_cast<double>(bytes) / bottleneck_Bps : 0.0);
+  }
 };
 
 // A full-duplex link between two nodes. Nodes 0..D-1 are the devices, D.. are switches.
@@ -50,6 +63,12 @@ class Cluster {
   const std::vector<int32_t>& route(int32_t s, int32_t d) const {
     return routes_[static_cast<size_t>(s) * devices.size() + d];
   }
+  // The one home of a route's latency and bottleneck (the cost view, the validator and the
+  // policy's features all read them here).
+  RouteCost route_cost(int32_t s, int32_t d) const;
+  // Every device has the same constants and the same multiset of route costs to the others:
+  // relabeling devices can then be a symmetry of the step time (a policy may anchor labels).
+  bool devices_interchangeable() const;
 
  private:
   std::vector<std::vector<int32_t>> routes_;

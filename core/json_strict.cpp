@@ -164,17 +164,33 @@ void StrictJson::fail(const std::string& path, const std::string& what) const {
 void StrictJson::check_keys(const nlohmann::json& obj, const std::string& path,
                             std::initializer_list<const char*> required,
                             std::initializer_list<const char*> optional) const {
+  constexpr size_t kMaxNames = 64;
+  std::string_view names[kMaxNames];
+  if (required.size() + optional.size() > kMaxNames)
+    throw std::logic_error("check_keys: too many key names");
+  size_t n = 0;
+  for (const char* k : required) names[n++] = k;
+  for (const char* k : optional) names[n++] = k;
+  check_keys_in(obj, path, names, required.size(), n);
+}
+
+void StrictJson::check_keys(const nlohmann::json& obj, const std::string& path,
+                            const std::vector<std::string>& required,
+                            const std::vector<std::string>& optional) const {
+  std::vector<std::string_view> names;
+  for (const std::string& k : required) names.emplace_back(k);
+  for (const std::string& k : optional) names.emplace_back(k);
+  if (names.size() > 64) throw std::logic_error("check_keys: too many key names");
+  check_keys_in(obj, path, names.data(), required.size(), names.size());
+}
+
+void StrictJson::check_keys_in(const nlohmann::json& obj, const std::string& path,
+                               const std::string_view* names, size_t num_required,
+                               size_t num_names) const {
   if (!obj.is_object()) fail(path, "expected an object, got " + type_name(obj));
   // One pass over the object's keys (sorted), each compared by length first: this runs for
   // every op of a million-op graph. Reports the first missing required key (in `required`
   // order), else the first unknown key.
-  constexpr size_t kMaxNames = 64;
-  std::string_view names[kMaxNames];
-  const size_t num_required = required.size(), num_names = required.size() + optional.size();
-  if (num_names > kMaxNames) throw std::logic_error("check_keys: too many key names");
-  size_t n = 0;
-  for (const char* k : required) names[n++] = k;
-  for (const char* k : optional) names[n++] = k;
   uint64_t found = 0;  // bit i: required key i seen
   const std::string* unknown = nullptr;
   for (const auto& [k, v] : obj.get_ref<const nlohmann::json::object_t&>()) {
@@ -187,11 +203,11 @@ void StrictJson::check_keys(const nlohmann::json& obj, const std::string& path,
     }
   }
   for (size_t i = 0; i < num_required; ++i)
-    if (!(found >> i & 1)) fail(json_path(path, required.begin()[i]), "missing required key");
+    if (!(found >> i & 1)) fail(json_path(path, std::string(names[i]).c_str()), "missing required key");
   if (unknown) {
     std::string allowed;
-    for (const char* s : required) allowed += std::string(allowed.empty() ? "" : ", ") + s;
-    for (const char* s : optional) allowed += std::string(allowed.empty() ? "" : ", ") + s;
+    for (size_t i = 0; i < num_names; ++i)
+      allowed += std::string(allowed.empty() ? "" : ", ") + std::string(names[i]);
     fail(json_path(path, unknown->c_str()), "unknown key (expected one of: " + allowed + ")");
   }
 }

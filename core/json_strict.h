@@ -8,6 +8,8 @@
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/error.h"
 
@@ -40,6 +42,9 @@ class StrictJson {
   void check_keys(const nlohmann::json& obj, const std::string& path,
                   std::initializer_list<const char*> required,
                   std::initializer_list<const char*> optional) const;
+  void check_keys(const nlohmann::json& obj, const std::string& path,
+                  const std::vector<std::string>& required,
+                  const std::vector<std::string>& optional) const;
   const nlohmann::json& object(const nlohmann::json& parent, const char* key,
                                const std::string& path) const;
   const nlohmann::json& array(const nlohmann::json& parent, const char* key,
@@ -62,6 +67,8 @@ class StrictJson {
   const std::string& source() const { return source_; }
 
  private:
+  void check_keys_in(const nlohmann::json& obj, const std::string& path,
+                     const std::string_view* names, size_t num_required, size_t num_names) const;
   std::string source_;
 };
 

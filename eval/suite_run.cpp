@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/io.h"
 #include "core/json_strict.h"
+#include "core/mpi.h"
 #include "sim/lower_bound.h"
 #include "sim/simulator.h"
 
@@ -212,32 +213,6 @@ std::string cell_text(const Record& r) {
   return cj.dump() + "\n";
 }
 
-int mpi_rank() {
-#ifdef GDP_HAVE_MPI
-  int init = 0;
-  MPI_Initialized(&init);
-  if (init) {
-    int r = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &r);
-    return r;
-  }
-#endif
-  return 0;
-}
-
-int mpi_size() {
-#ifdef GDP_HAVE_MPI
-  int init = 0;
-  MPI_Initialized(&init);
-  if (init) {
-    int n = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
-    return n;
-  }
-#endif
-  return 1;
-}
-
 #ifdef GDP_HAVE_MPI
 constexpr int kTagResult = 1, kTagCell = 2;
 
@@ -346,28 +321,6 @@ std::string trace_cell(const std::string& dir, const std::string& cell) {
   }
   throw InputError(cell_path + ": graph '" + r.graph + "' is not in the suite " +
                    rs.string(run, "suite", ""));
-}
-
-MpiWorld mpi_begin() {
-  MpiWorld w;
-#ifdef GDP_HAVE_MPI
-  if (std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE")) {
-    int provided = 0;
-    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
-    w.rank = mpi_rank();
-    w.size = mpi_size();
-  }
-#endif
-  return w;
-}
-
-void mpi_end() {
-#ifdef GDP_HAVE_MPI
-  int init = 0, fin = 0;
-  MPI_Initialized(&init);
-  MPI_Finalized(&fin);
-  if (init && !fin) MPI_Finalize();
-#endif
 }
 
 std::string cell_stem(const std::string& graph, const std::string& label, uint64_t seed) {

@@ -55,16 +55,9 @@ SuiteRunSummary run_suite(const SuiteRunSpec& spec, const std::string& dir,
 // that cell's graph is generated. Returns the trace's path. InputError when the cell is absent.
 std::string trace_cell(const std::string& dir, const std::string& cell);
 
-// OpenMPI (optional at build time, GDP_HAVE_MPI): under `mpirun -np N gdp suite run ...`
-// rank 0 owns the directory and hands unfinished cells to ranks 1..N-1 one at a time (a
+// OpenMPI (optional at build time, GDP_HAVE_MPI; core/mpi.h): under `mpirun -np N gdp suite
+// run ...` rank 0 owns the directory and hands unfinished cells to ranks 1..N-1 one at a time (a
 // dynamic work queue), writing each result as it arrives; resume works the same way.
-struct MpiWorld {
-  int rank = 0, size = 1;
-};
-// Initializes MPI when this process was started by mpirun (OMPI_COMM_WORLD_SIZE or PMI_SIZE
-// set) and the build has MPI; otherwise {0, 1}.
-MpiWorld mpi_begin();
-void mpi_end();  // MPI_Finalize when mpi_begin initialized it
 
 // The cell's file stem: "<graph>.<label>.s<seed>", characters outside [A-Za-z0-9_.-] as '_'.
 std::string cell_stem(const std::string& graph, const std::string& label, uint64_t seed);

@@ -107,7 +107,7 @@ int32_t Annealer::other_device(int32_t d, int32_t D, Rng& rng) const {
 
 double Annealer::guide_weight(const AnnealGuide& g, int32_t u, int32_t d, int32_t unit0_dev,
                               int32_t D) {
-  const int32_t label = !g.anchored ? d : d == unit0_dev ? 0 : d == 0 ? unit0_dev : d;
+  const int32_t label = g.anchored ? anchored_label(d, unit0_dev) : d;
   const float p =
       g.probs[static_cast<size_t>(u) * static_cast<size_t>(g.columns) + static_cast<size_t>(label)];
   return (1.0 - g.mix) * static_cast<double>(p) + g.mix / D;

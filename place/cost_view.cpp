@@ -32,12 +32,8 @@ CostView::CostView(const Problem& problem) {
   for (int32_t s = 0; s < D; ++s)
     for (int32_t d = 0; d < D; ++d) {
       if (s == d) continue;
-      double lat = 0, bw = std::numeric_limits<double>::infinity();
-      for (int32_t dl : c.route(s, d)) {
-        const LinkSpec& l = c.links[dl / 2];
-        lat += l.latency_s;
-        bw = std::min(bw, l.bandwidth_Bps);
-      }
+      const RouteCost rc = c.route_cost(s, d);
+      const double lat = rc.latency_s, bw = rc.bottleneck_Bps;
       latency_s_[static_cast<size_t>(s) * D + d] = lat;
       bottleneck_Bps_[static_cast<size_t>(s) * D + d] = bw;
       lat_sum += lat;

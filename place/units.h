@@ -24,6 +24,17 @@ struct Units {
   void expand_into(const std::vector<int32_t>& unit_device, Placement& p) const;
 };
 
+// Anchored labels (a policy on interchangeable devices, rl/gdp/policy.h, and the annealer's
+// guide): label 0 means "unit 0's device". The one home of that relabeling: device d seen from
+// an anchor on device a exchanges a and 0 (its own inverse).
+inline int32_t anchored_label(int32_t d, int32_t a) { return d == a ? 0 : d == 0 ? a : d; }
+// Relabels unit devices in place so that unit 0 is on label 0 (nothing when empty).
+inline void anchor_labels(std::vector<int32_t>& unit_device) {
+  if (unit_device.empty() || unit_device[0] == 0) return;
+  const int32_t a = unit_device[0];
+  for (int32_t& d : unit_device) d = anchored_label(d, a);
+}
+
 // The units joined to each unit by a data edge (either direction), CSR, sorted, deduplicated.
 // Searches use it for neighbour moves (anneal; the GDP trainer's boundary moves).
 struct UnitAdjacency {

@@ -35,13 +35,7 @@ int64_t scaled_bytes(int64_t b, double s) { return std::llround(static_cast<doub
 // Uncontended time of a transfer on its route: the sum of latencies plus bytes over the
 // bottleneck bandwidth (cut-through, docs/cost-model.md §3).
 double route_time_s(const Cluster& c, int32_t src, int32_t dst, int64_t bytes) {
-  double lat = 0, bw = std::numeric_limits<double>::infinity();
-  for (int32_t dl : c.route(src, dst)) {
-    const LinkSpec& l = c.links[dl / 2];
-    lat += l.latency_s;
-    bw = std::min(bw, l.bandwidth_Bps);
-  }
-  return lat + (bytes > 0 ? static_cast<double>(bytes) / bw : 0.0);
+  return c.route_cost(src, dst).time_s(bytes);
 }
 
 std::string transfer_name(const Graph& g, const Cluster& c, const RealTransfer& x) {
@@ -263,8 +257,7 @@ ValidationReport validate_with(const Graph& g, const Placement& p, const Cluster
     for (size_t x = 0; x < rep.transfers.size(); ++x) {
       const RealTransfer& t = rep.transfers[x];
       const auto& route = c.route(t.src_device, t.dst_device);
-      double bw = std::numeric_limits<double>::infinity();
-      for (int32_t dl : route) bw = std::min(bw, c.links[dl / 2].bandwidth_Bps);
+      const double bw = c.route_cost(t.src_device, t.dst_device).bottleneck_Bps;
       for (size_t k = 0; k < runs.size(); ++k)
         d[k] = runs[k].xfer_end_s[x] - runs[k].xfer_start_s[x];
       copies.count++;

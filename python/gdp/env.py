@@ -1,10 +1,10 @@
 """Device placement of one graph on one cluster as Gymnasium environments (Gymnasium 1.x).
 
 ``PlacementEnv``: an episode is one decision, as in GDP's training. ``reset()`` gives the
-observation (the GDP policy's features, rl/features.h, and their means per placement unit),
+observation (the GDP policy's features, rl/gdp/features.h, and their means per placement unit),
 ``step(action)`` takes a device per *unit* (place/units.h: a colocation group is one unit, any
 other op its own; units are numbered in topological order of their first op) and ends the
-episode with the C++ trainers' reward (rl/reward.h): ``-sqrt(step / reference)``, where the
+episode with the C++ trainers' reward (rl/run/reward.h): ``-sqrt(step / reference)``, where the
 reference is the step time of the trainers' reference placement (human, else single, else
 round-robin), or ``invalid_penalty`` (-10) for an invalid placement (out of memory).
 ``step_batch`` scores K actions at once on every core.
@@ -45,7 +45,7 @@ from . import Graph, Simulator, features, load_graph, reference, rewards, units 
 
 __all__ = ["PlacementEnv", "SequentialPlacementEnv", "FEATURE_MAX"]
 
-# Every feature of rl/features.h is an indicator, a fraction, or log10(1 + x / unit) of a
+# Every feature of rl/gdp/features.h is an indicator, a fraction, or log10(1 + x / unit) of a
 # non-negative double: in [0, log10(DBL_MAX) = 308.3]. The observation space's bound.
 FEATURE_MAX = 310.0
 

@@ -15,15 +15,7 @@ namespace {
 // Probabilities of one row of logits (masked columns exactly 0).
 void row_probs(const float* z, int32_t A, std::vector<double>& p) {
   p.assign(static_cast<size_t>(A), 0.0);
-  double mx = -std::numeric_limits<double>::infinity();
-  for (int32_t c = 0; c < A; ++c) mx = std::max(mx, static_cast<double>(z[c]));
-  double s = 0;
-  for (int32_t c = 0; c < A; ++c) {
-    if (z[c] < kMaskedLogit / 2) continue;
-    p[static_cast<size_t>(c)] = std::exp(static_cast<double>(z[c]) - mx);
-    s += p[static_cast<size_t>(c)];
-  }
-  for (double& x : p) x /= s;
+  masked_softmax_row(z, A, p.data());
 }
 
 // Mixes p with the uniform distribution over allowed columns, zeroes `exclude`, draws one.

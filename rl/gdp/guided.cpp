@@ -22,8 +22,8 @@
 #include "place/registry.h"
 #include "rl/gdp/ppo.h"
 #include "rl/gdp/pretrained.h"
-#include "rl/register.h"
-#include "rl/session.h"
+#include "rl/gdp/load.h"
+#include "rl/gdp/method.h"
 
 namespace gdp::rl {
 
@@ -39,15 +39,7 @@ place::AnnealGuide guide_of(const nn::Tensor& logits, bool anchored, double mix)
   for (int32_t u = 0; u < U; ++u) {
     const float* row = z + static_cast<size_t>(u) * static_cast<size_t>(A);
     float* p = g.probs.data() + static_cast<size_t>(u) * static_cast<size_t>(A);
-    double mx = -std::numeric_limits<double>::infinity(), s = 0;
-    for (int32_t c = 0; c < A; ++c) mx = std::max(mx, static_cast<double>(row[c]));
-    for (int32_t c = 0; c < A; ++c) {
-      if (row[c] < kMaskedLogit / 2) continue;  // a device the cluster does not have
-      const double e = std::exp(static_cast<double>(row[c]) - mx);
-      p[c] = static_cast<float>(e);
-      s += e;
-    }
-    for (int32_t c = 0; c < A; ++c) p[c] = static_cast<float>(p[c] / s);
+    masked_softmax_row(row, A, p);
   }
   return g;
 }
@@ -91,8 +83,6 @@ place::GuidePlan policy_plan(const Policy& policy, place::Run& run, const place:
   return plan;
 }
 
-namespace {
-
 place::MethodInfo gdp_anneal_method() {
   std::vector<place::OptionSpec> opts = place::anneal_options();
   opts.push_back(place::string_option(
@@ -132,9 +122,5 @@ place::MethodInfo gdp_anneal_method() {
         return place::make_anneal_placer(std::move(c), std::move(guide), "gdp-anneal");
       }};
 }
-
-}  // namespace
-
-void register_guided_methods(place::Registry& r) { r.add(gdp_anneal_method()); }
 
 }  // namespace gdp::rl

@@ -12,8 +12,8 @@
 #include "place/repair.h"
 #include "rl/gdp/pretrained.h"
 #include "rl/gdp/trainer.h"
-#include "rl/register.h"
-#include "rl/session.h"
+#include "rl/gdp/load.h"
+#include "rl/gdp/method.h"
 
 namespace gdp::rl {
 
@@ -118,7 +118,7 @@ class GdpPlacer : public place::Placer {
 
 }  // namespace
 
-void register_methods(place::Registry& r) {
+void gdp_places(place::Registry& r) {
   r.add(place::MethodInfo{
       "gdp",
       "the GDP policy (GraphSAGE + segment-recurrent attention + superposition, PPO): trains on "
@@ -133,9 +133,7 @@ void register_methods(place::Registry& r) {
        place::object_option("config", "training configuration (rl/gdp/trainer.h TrainConfig)")},
       true,
       [](const place::Options& o) { return std::make_unique<GdpPlacer>(o); }});
-  register_guided_methods(r);
-  r.add(hdp_method());
-  r.add(placeto_method());
+  r.add(gdp_anneal_method());
 }
 
 }  // namespace gdp::rl

@@ -148,7 +148,7 @@ BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c,
   std::vector<T> mask(static_cast<size_t>(U) * A, T(0));
   for (int32_t u = 0; u < U; ++u)
     for (int32_t a = D; a < A; ++a) mask[static_cast<size_t>(u) * A + a] = T(kMaskLogit);
-  in.anchored = config_.anchor && D > 1 && devices_interchangeable(c);
+  in.anchored = config_.anchor && D > 1 && c.devices_interchangeable();
   if (in.anchored)
     for (int32_t a = 1; a < D; ++a) mask[a] = T(kMaskLogit);  // unit 0: device 0 only
   in.mask = nn::BasicTensor<T>::from_vector({U, A}, mask);
@@ -216,46 +216,6 @@ nn::BasicVar<T> BasicPolicy<T>::forward(const BasicPolicyInput<T>& in) const {
   return nn::add(nn::mul(unit_sum, V(in.unit_scale)), V(in.mask));
 }
 
-bool devices_interchangeable(const Cluster& c) {
-  const int32_t D = c.num_devices();
-  const DeviceSpec& d0 = c.devices[0];
-  for (const DeviceSpec& d : c.devices)
-    if (d.kind != d0.kind || d.peak_fp32_flops != d0.peak_fp32_flops ||
-        d.peak_fp16_flops != d0.peak_fp16_flops || d.mem_bandwidth_Bps != d0.mem_bandwidth_Bps ||
-        d.memory_bytes != d0.memory_bytes || d.launch_overhead_s != d0.launch_overhead_s)
-      return false;
-  struct RouteKey {
-    size_t hops;
-    double bottleneck_Bps, latency_s;
-    bool operator<(const RouteKey& o) const {
-      return std::tie(hops, bottleneck_Bps, latency_s) <
-             std::tie(o.hops, o.bottleneck_Bps, o.latency_s);
-    }
-    bool operator==(const RouteKey& o) const {
-      return hops == o.hops && bottleneck_Bps == o.bottleneck_Bps && latency_s == o.latency_s;
-    }
-  };
-  auto profile = [&](int32_t s) {
-    std::vector<RouteKey> keys;
-    for (int32_t d = 0; d < D; ++d) {
-      if (d == s) continue;
-      RouteKey k{c.route(s, d).size(), std::numeric_limits<double>::infinity(), 0};
-      for (int32_t l : c.route(s, d)) {
-        const LinkSpec& ls = c.links[l / 2];
-        k.bottleneck_Bps = std::min(k.bottleneck_Bps, ls.bandwidth_Bps);
-        k.latency_s += ls.latency_s;
-      }
-      keys.push_back(k);
-    }
-    std::sort(keys.begin(), keys.end());
-    return keys;
-  };
-  const auto p0 = profile(0);
-  for (int32_t s = 1; s < D; ++s)
-    if (!(profile(s) == p0)) return false;
-  return true;
-}
-
 std::vector<int32_t> sample_actions(const nn::Tensor& logits, int32_t K, Rng& rng) {
   const nn::Tensor l = logits.cpu().contiguous();
   const int32_t U = static_cast<int32_t>(l.dim(0)), A = static_cast<int32_t>(l.dim(1));
@@ -272,6 +232,17 @@ std::vector<int32_t> greedy_actions(const nn::Tensor& logits) {
   nn::categorical_argmax(actions.data(), l.data(), U, A);
   return actions;
 }
+
+std::vector<int32_t> unit_actions(const Placement& p, const PolicyInput& in) {
+  const place::Units& units = in.units;
+  std::vector<int32_t> a(static_cast<size_t>(units.num_units()));
+  for (int32_t u = 0; u < units.num_units(); ++u)
+    a[static_cast<size_t>(u)] =
+        p.device[static_cast<size_t>(units.first_op[static_cast<size_t>(u)])];
+  if (in.anchored) place::anchor_labels(a);
+  return a;
+}
+
 
 Placement placement_of(const place::Units& units, const std::vector<int32_t>& actions, int32_t k) {
   const size_t U = static_cast<size_t>(units.num_units());

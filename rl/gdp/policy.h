@@ -23,7 +23,7 @@
 // no placement lost up to symmetry, and a gradient from the first iteration
 // (docs/policy.md, "Symmetry").
 //
-// Glossary: N = ops, U = placement units, A = device slots, F = node features (rl/features.h),
+// Glossary: N = ops, U = placement units, A = device slots, F = node features (rl/gdp/features.h),
 // E = op-type embedding, D = width, L = attention layers, S = segment, M = memory.
 #pragma once
 
@@ -43,7 +43,7 @@
 #include "nn/superposition.h"
 #include "nn/transformer_xl.h"
 #include "place/units.h"
-#include "rl/features.h"
+#include "rl/gdp/features.h"
 #include "sim/cost_model.h"
 
 namespace gdp::rl {
@@ -64,7 +64,7 @@ struct PolicyConfig {
   bool anchor = true;         // pin the first unit to device 0 on interchangeable devices
   int32_t film_hidden = 64;
   // Input feature set: 1, the first 36 node and 19 graph columns (policies trained before
-  // the stage coordinates); 2, all of rl/features.h (the stage coordinates too).
+  // the stage coordinates); 2, all of rl/gdp/features.h (the stage coordinates too).
   int32_t features = 1;
   // What one decision places: "op", a colocation unit (a group or a lone op); "stage", every
   // op of one structural stage rank (place/stages.h: a parameter group and the ops that hang
@@ -143,10 +143,9 @@ using PolicyD = BasicPolicy<double>;
 using PolicyInput = BasicPolicyInput<float>;
 using PolicyInputD = BasicPolicyInput<double>;
 
-// Whether relabeling the devices maps the cluster onto itself as far as the simulator can
-// tell: identical device specs, and for each device the same multiset of routes (hops,
-// bottleneck bandwidth, latency) to the others.
-bool devices_interchangeable(const Cluster& c);
+// The policy's actions (U) for a placement: each unit's device (its first op's), relabeled on
+// an anchored input so that unit 0 is on label 0 (a relabeling has the same step time).
+std::vector<int32_t> unit_actions(const Placement& p, const PolicyInput& in);
 
 // Sampling from unit logits (values, no tape). actions (K * U), sample-major; the same rng
 // state gives the same actions.

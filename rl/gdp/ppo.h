@@ -7,7 +7,10 @@
 // with kMaskedLogit), K = samples (placements) of one graph per iteration.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "nn/autograd.h"
@@ -20,6 +23,23 @@ namespace gdp::rl {
 // float and double, so a masked column has probability 0, is never sampled (nn::
 // categorical_sample) and gets an exactly zero gradient from ppo_loss.
 inline constexpr float kMaskedLogit = -1e9f;
+
+// The one masked softmax of a row of host logits (exploration, the annealer's guide): p[c] for
+// c < A, exactly 0 on masked columns; exponentials and their sum in double, each stored as T
+// before the division (T = float: the guide's float table).
+template <typename T>
+void masked_softmax_row(const float* z, int32_t A, T* p) {
+  double mx = -std::numeric_limits<double>::infinity(), s = 0;
+  for (int32_t c = 0; c < A; ++c) mx = std::max(mx, static_cast<double>(z[c]));
+  for (int32_t c = 0; c < A; ++c) {
+    p[c] = T(0);
+    if (z[c] < kMaskedLogit / 2) continue;  // a device the cluster does not have
+    const double e = std::exp(static_cast<double>(z[c]) - mx);
+    p[c] = static_cast<T>(e);
+    s += e;
+  }
+  for (int32_t c = 0; c < A; ++c) p[c] = static_cast<T>(p[c] / s);
+}
 
 // How the K rewards of one graph become advantages (docs/ppo.md, "Advantages").
 enum class Baseline {

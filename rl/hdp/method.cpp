@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "rl/hdp/hdp.h"
-#include "rl/register.h"
+#include "rl/hdp/method.h"
 
 namespace gdp::rl {
 

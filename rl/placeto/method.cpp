@@ -5,9 +5,8 @@
 #include <memory>
 
 #include "core/error.h"
+#include "rl/placeto/method.h"
 #include "rl/placeto/placeto.h"
-#include "rl/register.h"
-#include "rl/session.h"
 
 namespace gdp::rl {
 

@@ -131,7 +131,7 @@ H
     expect_rc 0 'INVALID (out_of_memory)' -- "$gdp" place --method single --graph "$tmp/heavy.json" --cluster v100x2-nvlink
     expect_rc 0 '"validity": "valid"' -- "$gdp" place --method round-robin --graph "$tmp/heavy.json" --cluster v100x2-nvlink --json ;;
   train-mpi)
-    # Data-parallel GDP (rl/dist.h): 2 ranks give one process's run up to the float order of
+    # Data-parallel GDP (core/mpi.h): 2 ranks give one process's run up to the float order of
     # the gradient sum (the same placements and step times, losses and entropies within 1e-3
     # relative, gradient norms within 5%, over 3 iterations), and a 2-rank run stopped after 2 iterations resumes under 2 ranks to the
     # uninterrupted 2-rank run exactly. Skipped (77) without MPI or mpirun.

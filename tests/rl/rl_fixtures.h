@@ -11,9 +11,10 @@
 #include "core/graph.h"
 #include "core/io.h"
 #include "place/registry.h"
+#include "rl/gdp/load.h"
 #include "rl/gdp/trainer.h"
-#include "rl/register.h"
-#include "rl/session.h"
+#include "rl/methods.h"
+#include "rl/run/session.h"
 #include "sim/sim_fixtures.h"
 #include "test_paths.h"
 
@@ -67,14 +68,15 @@ inline rl::TrainConfig tiny_config() {
 
 // A GDP-one session on one graph file on v100x2-nvlink: `config` (the tiny one by default),
 // checkpoints every 2 iterations, `samples` in the budget, seed 5.
-inline rl::SessionSpec one_graph_spec(const std::filesystem::path& graph_file, int64_t samples,
+inline rl::RunSpec one_graph_spec(const std::filesystem::path& graph_file, int64_t samples,
                                       const rl::TrainConfig& config = tiny_config(),
                                       uint64_t seed = 5) {
-  rl::SessionSpec s;
+  rl::RunSpec s;
   s.graph_path = graph_file.string();
   s.cluster = "v100x2-nvlink";
-  s.config = config;
-  s.config.checkpoint_every = 2;
+  rl::TrainConfig c = config;
+  c.checkpoint_every = 2;
+  s.options = c.to_json();
   s.budget.samples = samples;
   s.seed = seed;
   return s;

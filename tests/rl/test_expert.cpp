@@ -8,7 +8,7 @@
 #include "core/io.h"
 #include "place_helpers.h"
 #include "rl/gdp/trainer.h"
-#include "rl/session.h"
+#include "rl/run/session.h"
 #include "rl_fixtures.h"
 
 using namespace gdp;
@@ -41,15 +41,15 @@ TEST_CASE("rl/expert iteration over a suite resumes to the uninterrupted run", "
   const fs::path dir = fresh_dir("expert_resume");
   fs::create_directories(dir);
   write_suite(dir / "suite.json");
-  rl::SessionSpec s;
+  rl::RunSpec s;
   s.suite_path = (dir / "suite.json").string();
-  s.config = expert_config(16);
+  s.options = expert_config(16).to_json();
   s.budget.samples = 2 + 5 * 2 * (8 + 17);  // the references, then 5 iterations
   s.seed = 4;
-  rl::train(s, (dir / "full").string());
+  rl::train(rl::learners(), s, (dir / "full").string());
   s.max_iterations = 3;
-  rl::train(s, (dir / "part").string());
-  rl::resume((dir / "part").string());
+  rl::train(rl::learners(), s, (dir / "part").string());
+  rl::resume(rl::learners(), (dir / "part").string());
   CHECK(log_without_wall(dir / "part" / "log.csv", 3) ==
         log_without_wall(dir / "full" / "log.csv", 3));
   for (const char* f : {"best-rnn.json", "best-wave.json"})

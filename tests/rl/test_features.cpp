@@ -18,7 +18,7 @@
 #include "datasets/suite.h"
 #include "place/stages.h"
 #include "place_helpers.h"
-#include "rl/features.h"
+#include "rl/gdp/features.h"
 #include "sim/cost_model.h"
 #include "test_paths.h"
 

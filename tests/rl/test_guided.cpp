@@ -13,8 +13,8 @@
 #include "place/registry.h"
 #include "place_helpers.h"
 #include "rl/gdp/pretrained.h"
-#include "rl/register.h"
-#include "rl/session.h"
+#include "rl/methods.h"
+#include "rl/run/session.h"
 #include "rl_fixtures.h"
 #include "sim/sim_fixtures.h"
 
@@ -33,7 +33,7 @@ fs::path tiny_run(const std::string& name, int32_t width = 8) {
   write_graph_file(test::small_rnnlm(), graph.string());
   rl::TrainConfig c = test::tiny_config();
   c.policy.width = width;
-  rl::train(test::one_graph_spec(graph, 17, c, 3), (dir / "run").string());
+  rl::train(rl::learners(), test::one_graph_spec(graph, 17, c, 3), (dir / "run").string());
   return dir / "run";
 }
 

@@ -1,4 +1,4 @@
-// The learned baselines in `gdp train` sessions (rl/learners.h, rl/session.h): HDP and Placeto
+// The learned baselines in `gdp train` sessions (rl/hdp/learner.cpp, rl/placeto/learner.cpp, rl/run/session.h): HDP and Placeto
 // runs are deterministic, a stopped run resumes into the uninterrupted one (log, best
 // placements, summary), Placeto trains one policy across a suite and places an unseen graph
 // zero-shot from the run, and wrong combinations are clear errors.
@@ -12,8 +12,8 @@
 #include "datasets/suite.h"
 #include "place/registry.h"
 #include "place_helpers.h"
-#include "rl/learners.h"
-#include "rl/session.h"
+#include "rl/placeto/method.h"
+#include "rl/run/session.h"
 #include "rl_fixtures.h"
 #include "test_paths.h"
 
@@ -23,8 +23,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-rl::SessionSpec hdp_spec(const fs::path& graph_file, int64_t samples) {
-  rl::SessionSpec s;
+rl::RunSpec hdp_spec(const fs::path& graph_file, int64_t samples) {
+  rl::RunSpec s;
   s.method = "hdp";
   s.options = {{"hidden_size", 16}, {"num_groups", 6}, {"num_children", 2}, {"lr", 0.01}};
   s.graph_path = graph_file.string();
@@ -57,8 +57,8 @@ fs::path small_suite(const fs::path& dir) {
   return p;
 }
 
-rl::SessionSpec placeto_spec(const fs::path& suite, int64_t samples) {
-  rl::SessionSpec s;
+rl::RunSpec placeto_spec(const fs::path& suite, int64_t samples) {
+  rl::RunSpec s;
   s.method = "placeto";
   s.options = {{"width", 8}, {"rounds", 2}, {"max_nodes", 20}};
   s.suite_path = suite.string();
@@ -75,17 +75,17 @@ TEST_CASE("rl/session hdp: deterministic, and a stopped run resumes into the uni
   fs::create_directories(dir);
   const fs::path graph = dir / "g.json";
   write_graph_file(test::small_rnnlm(), graph.string());
-  rl::SessionSpec s = hdp_spec(graph, 40);
-  rl::train(s, (dir / "full").string());
-  rl::train(s, (dir / "again").string());
+  rl::RunSpec s = hdp_spec(graph, 40);
+  rl::train(rl::learners(), s, (dir / "full").string());
+  rl::train(rl::learners(), s, (dir / "again").string());
   CHECK(test::log_without_wall(dir / "full" / "log.csv") ==
         test::log_without_wall(dir / "again" / "log.csv"));
   CHECK(test::text_of(dir / "full" / "best.json") == test::text_of(dir / "again" / "best.json"));
   s.max_iterations = 7;  // checkpoints at 3, 6 and the stop
-  rl::train(s, (dir / "part").string());
+  rl::train(rl::learners(), s, (dir / "part").string());
   // A kill after a logged iteration and before its checkpoint: a stale row the resume cuts.
   { std::ofstream(dir / "part" / "log.csv", std::ios::app) << "8,16,0.1,1,1,0,1,1\n"; }
-  rl::resume((dir / "part").string());
+  rl::resume(rl::learners(), (dir / "part").string());
   CHECK(test::log_without_wall(dir / "part" / "log.csv") ==
         test::log_without_wall(dir / "full" / "log.csv"));
   CHECK(test::text_of(dir / "part" / "best.json") == test::text_of(dir / "full" / "best.json"));
@@ -104,11 +104,11 @@ TEST_CASE("rl/session placeto: one policy across a suite, resume, zero-shot on a
           "[rl][placeto]") {
   const fs::path dir = test::fresh_dir("placeto_session");
   const fs::path suite = small_suite(dir / "graphs");
-  rl::SessionSpec s = placeto_spec(suite, 300);
-  rl::train(s, (dir / "full").string());
+  rl::RunSpec s = placeto_spec(suite, 300);
+  rl::train(rl::learners(), s, (dir / "full").string());
   s.max_iterations = 2;
-  rl::train(s, (dir / "part").string());
-  rl::resume((dir / "part").string());
+  rl::train(rl::learners(), s, (dir / "part").string());
+  rl::resume(rl::learners(), (dir / "part").string());
   CHECK(test::log_without_wall(dir / "part" / "log.csv", 3) ==
         test::log_without_wall(dir / "full" / "log.csv", 3));
   for (const auto& f : fs::directory_iterator(dir / "full"))
@@ -149,25 +149,25 @@ TEST_CASE("rl/session placeto: one policy across a suite, resume, zero-shot on a
 TEST_CASE("rl/session: wrong methods, options and runs are clear errors", "[rl]") {
   const fs::path dir = test::fresh_dir("learner_errors");
   const fs::path suite = small_suite(dir / "graphs");
-  rl::SessionSpec s = placeto_spec(suite, 100);
+  rl::RunSpec s = placeto_spec(suite, 100);
   s.method = "hdp";
   s.options = nlohmann::json::object();
-  CHECK_THAT(test::error_of([&] { rl::train(s, (dir / "a").string()); }),
+  CHECK_THAT(test::error_of([&] { rl::train(rl::learners(), s, (dir / "a").string()); }),
              Contains("HDP trains on one graph"));
   CHECK_FALSE(fs::exists(dir / "a" / "config.json"));
   s = placeto_spec(suite, 100);
   s.options["widht"] = 3;
-  CHECK_THAT(test::error_of([&] { rl::train(s, (dir / "b").string()); }), Contains("widht"));
+  CHECK_THAT(test::error_of([&] { rl::train(rl::learners(), s, (dir / "b").string()); }), Contains("widht"));
   CHECK_FALSE(fs::exists(dir / "b"));
   s = placeto_spec(suite, 100);
   s.options["checkpoint"] = "x";
-  CHECK_THAT(test::error_of([&] { rl::train(s, (dir / "c").string()); }),
+  CHECK_THAT(test::error_of([&] { rl::train(rl::learners(), s, (dir / "c").string()); }),
              Contains("options.checkpoint"));
   s = placeto_spec(suite, 60);
   s.max_iterations = 1;
-  rl::train(s, (dir / "d").string());
+  rl::train(rl::learners(), s, (dir / "d").string());
   CHECK_THAT(test::error_of([&] { rl::load_policy((dir / "d").string()); }),
              Contains("a GDP policy was expected"));
-  CHECK_THAT(test::error_of([&] { rl::train(s, (dir / "d").string()); }),
+  CHECK_THAT(test::error_of([&] { rl::train(rl::learners(), s, (dir / "d").string()); }),
              Contains("holds a training run already"));
 }

@@ -13,7 +13,7 @@
 #include "rl/gdp/elites.h"
 #include "rl/gdp/explore.h"
 #include "rl/gdp/trainer.h"
-#include "rl/session.h"
+#include "rl/run/session.h"
 #include "rl_fixtures.h"
 
 using namespace gdp;
@@ -229,11 +229,11 @@ TEST_CASE("rl/session: a run with every lever on resumes into the uninterrupted 
   fs::create_directories(dir);
   const fs::path graph = dir / "g.json";
   write_graph_file(test::small_rnnlm(), graph.string());
-  rl::SessionSpec s = test::one_graph_spec(graph, 58, lever_config());
-  rl::train(s, (dir / "full").string());
+  rl::RunSpec s = test::one_graph_spec(graph, 58, lever_config());
+  rl::train(rl::learners(), s, (dir / "full").string());
   s.max_iterations = 3;
-  rl::train(s, (dir / "part").string());
-  rl::resume((dir / "part").string());
+  rl::train(rl::learners(), s, (dir / "part").string());
+  rl::resume(rl::learners(), (dir / "part").string());
   CHECK(test::log_without_wall(dir / "part" / "log.csv") ==
         test::log_without_wall(dir / "full" / "log.csv"));
   CHECK(test::text_of(dir / "part" / "best.json") == test::text_of(dir / "full" / "best.json"));
@@ -261,10 +261,10 @@ TEST_CASE("rl/session: a run written before the levers resumes as it was trained
   const fs::path graph = dir / "g.json";
   write_graph_file(test::small_rnnlm(), graph.string());
   // The levers off (the tiny config): what such a run trained with.
-  rl::SessionSpec s = test::one_graph_spec(graph, 49);
-  rl::train(s, (dir / "full").string());
+  rl::RunSpec s = test::one_graph_spec(graph, 49);
+  rl::train(rl::learners(), s, (dir / "full").string());
   s.max_iterations = 3;
-  rl::train(s, (dir / "part").string());
+  rl::train(rl::learners(), s, (dir / "part").string());
   // Its config.json as the trainer before the levers wrote it: none of their keys.
   const fs::path cfg = dir / "part" / "config.json";
   auto j = nlohmann::ordered_json::parse(test::text_of(cfg));
@@ -272,7 +272,7 @@ TEST_CASE("rl/session: a run written before the levers resumes as it was trained
     j["train"].erase(k);
   j["train"]["ppo"].erase("baseline");
   std::ofstream(cfg) << j.dump(1);
-  rl::resume((dir / "part").string());
+  rl::resume(rl::learners(), (dir / "part").string());
   CHECK(test::log_without_wall(dir / "part" / "log.csv") ==
         test::log_without_wall(dir / "full" / "log.csv"));
 }

@@ -12,7 +12,7 @@
 #include "place/registry.h"
 #include "place_helpers.h"
 #include "rl/placeto/placeto.h"
-#include "rl/register.h"
+#include "rl/methods.h"
 #include "rl_fixtures.h"
 #include "sim/cost_model.h"
 #include "sim/sim_fixtures.h"

@@ -87,9 +87,9 @@ TEST_CASE("rl/gdp/policy logits: one row per unit, devices beyond the cluster ma
   mixed.devices[1].memory_bytes /= 2;
   mixed.finalize();
   CHECK_FALSE(policy.prepare(g, mixed).anchored);
-  CHECK_FALSE(rl::devices_interchangeable(mixed));
-  CHECK(rl::devices_interchangeable(read_cluster("v100x4-pcie")));
-  CHECK(rl::devices_interchangeable(read_cluster("v100x8-nvlink")));
+  CHECK_FALSE(mixed.devices_interchangeable());
+  CHECK(read_cluster("v100x4-pcie").devices_interchangeable());
+  CHECK(read_cluster("v100x8-nvlink").devices_interchangeable());
   // More devices than max_devices: a clear error.
   CHECK_THAT(error_of([&] { policy.prepare(g, read_cluster("v100x8-nvlink")); }),
              Contains("8 devices") && Contains("max_devices = 4"));

@@ -4,7 +4,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "rl/reward.h"
+#include "rl/run/reward.h"
 
 using namespace gdp::rl;
 

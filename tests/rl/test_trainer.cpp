@@ -14,8 +14,8 @@
 #include "place/registry.h"
 #include "place_helpers.h"
 #include "rl/gdp/trainer.h"
-#include "rl/register.h"
-#include "rl/session.h"
+#include "rl/methods.h"
+#include "rl/run/session.h"
 #include "rl_fixtures.h"
 #include "test_paths.h"
 
@@ -93,15 +93,15 @@ TEST_CASE("rl/session: a stopped run resumes into the uninterrupted one", "[rl]"
   fs::create_directories(dir);
   const fs::path graph = dir / "g.json";
   write_graph_file(test::small_rnnlm(), graph.string());
-  rl::SessionSpec s = test::one_graph_spec(graph, 65);  // the reference, then 8 iterations of 8
-  rl::train(s, (dir / "full").string());
+  rl::RunSpec s = test::one_graph_spec(graph, 65);  // the reference, then 8 iterations of 8
+  rl::train(rl::learners(), s, (dir / "full").string());
   s.max_iterations = 3;  // stops after iteration 3 (checkpoints at 2 and at the stop)
-  rl::train(s, (dir / "part").string());
+  rl::train(rl::learners(), s, (dir / "part").string());
   CHECK(log_without_wall(dir / "part" / "log.csv") != log_without_wall(dir / "full" / "log.csv"));
   // A kill after iteration 3 is logged but before its checkpoint: simulate it by appending a
   // stale row that the resume must cut.
   { std::ofstream(dir / "part" / "log.csv", std::ios::app) << "4,32,0.1,1,1,0,1,1\n"; }
-  rl::resume((dir / "part").string());
+  rl::resume(rl::learners(), (dir / "part").string());
   CHECK(log_without_wall(dir / "part" / "log.csv") == log_without_wall(dir / "full" / "log.csv"));
   CHECK(text_of(dir / "part" / "best.json") == text_of(dir / "full" / "best.json"));
   const auto sum = nlohmann::json::parse(text_of(dir / "full" / "summary.json"));
@@ -124,7 +124,7 @@ TEST_CASE("rl/gdp method: trains on the problem, or places zero-shot from a chec
   fs::create_directories(dir);
   const fs::path graph = dir / "g.json";
   write_graph_file(test::small_rnnlm(), graph.string());
-  rl::train(test::one_graph_spec(graph, 32), (dir / "run").string());
+  rl::train(rl::learners(), test::one_graph_spec(graph, 32), (dir / "run").string());
   // A graph the policy never saw, with op types it may not know, on another cluster size.
   datasets::GenOptions o;
   o.layers = 2;
@@ -170,12 +170,12 @@ TEST_CASE("rl/bad configurations and checkpoints are clear errors that overwrite
   fs::create_directories(dir);
   const fs::path graph = dir / "g.json";
   write_graph_file(test::small_rnnlm(), graph.string());
-  const rl::SessionSpec s = test::one_graph_spec(graph, 16);
+  const rl::RunSpec s = test::one_graph_spec(graph, 16);
   const std::string run = (dir / "run").string();
-  rl::train(s, run);
+  rl::train(rl::learners(), s, run);
   const std::string config_before = text_of(fs::path(run) / "config.json");
   // Training into a run's folder again is refused; nothing is overwritten.
-  CHECK_THAT(error_of([&] { rl::train(s, run); }), Contains("resume"));
+  CHECK_THAT(error_of([&] { rl::train(rl::learners(), s, run); }), Contains("resume"));
   CHECK(text_of(fs::path(run) / "config.json") == config_before);
   // A truncated checkpoint.
   const fs::path copy = dir / "truncated";
@@ -183,7 +183,7 @@ TEST_CASE("rl/bad configurations and checkpoints are clear errors that overwrite
   for (const auto& f : fs::directory_iterator(copy))
     if (f.path().extension() == ".bin") fs::resize_file(f.path(), fs::file_size(f.path()) / 2);
   CHECK_THROWS_AS(rl::load_policy(copy.string()), InputError);
-  CHECK_THROWS_AS(rl::resume(copy.string()), InputError);
+  CHECK_THROWS_AS(rl::resume(rl::learners(), copy.string()), InputError);
   // A checkpoint of another policy shape: config.json says width 16, the checkpoint holds 8.
   const fs::path other = dir / "other_shape";
   fs::copy(run, other, fs::copy_options::recursive);
@@ -197,15 +197,15 @@ TEST_CASE("rl/bad configurations and checkpoints are clear errors that overwrite
   auto st = nlohmann::json::parse(text_of(bad_state / "state.json"));
   st["extra"] = 1;
   std::ofstream(bad_state / "state.json") << st.dump();
-  CHECK_THAT(error_of([&] { rl::resume(bad_state.string()); }),
+  CHECK_THAT(error_of([&] { rl::resume(rl::learners(), bad_state.string()); }),
              Contains("state.json") && Contains("extra"));
-  CHECK_THAT(error_of([&] { rl::resume((dir / "nowhere").string()); }),
+  CHECK_THAT(error_of([&] { rl::resume(rl::learners(), (dir / "nowhere").string()); }),
              Contains("nowhere") && Contains("no such training run"));
   // A folder that is not a run, and a file given where a run directory is expected.
   fs::create_directories(dir / "not_a_run");
-  CHECK_THAT(error_of([&] { rl::resume((dir / "not_a_run").string()); }),
+  CHECK_THAT(error_of([&] { rl::resume(rl::learners(), (dir / "not_a_run").string()); }),
              Contains("not_a_run: not a training run") && Contains("gdp train --out"));
-  CHECK_THAT(error_of([&] { rl::resume((fs::path(run) / "state.json").string()); }),
+  CHECK_THAT(error_of([&] { rl::resume(rl::learners(), (fs::path(run) / "state.json").string()); }),
              Contains("not a training run") && Contains("got a file"));
   // A checkpoint file of a run loads that checkpoint; another file says what was expected.
   std::string bin;
@@ -227,12 +227,12 @@ TEST_CASE("rl/session: GDP-batch over a suite, then fine-tuning from its policy"
       {"name": "rnn", "model": "rnnlm", "options": {"layers": 2, "batch": 4, "seq_len": 4, "hidden": 32, "vocab": 50}, "cluster": "v100x2-nvlink"},
       {"name": "wave", "model": "wavenet", "options": {"stacks": 1, "batch": 1, "seq_len": 64, "hidden": 8}, "cluster": "v100x4-nvlink"}
     ]})";
-  rl::SessionSpec s;
+  rl::RunSpec s;
   s.suite_path = (dir / "suite.json").string();
-  s.config = test::tiny_config();
+  s.options = test::tiny_config().to_json();
   s.budget.samples = 66;  // the 2 references, then 4 iterations of 8 samples on each graph
   s.seed = 2;
-  rl::train(s, (dir / "pre").string());
+  rl::train(rl::learners(), s, (dir / "pre").string());
   for (const char* f : {"best-rnn.json", "best-wave.json", "summary.json", "state.json"})
     CHECK(fs::exists(dir / "pre" / f));
   const std::string log = text_of(dir / "pre" / "log.csv");
@@ -246,10 +246,10 @@ TEST_CASE("rl/session: GDP-batch over a suite, then fine-tuning from its policy"
   // (the run's own --config policy section is overridden by the init's).
   const fs::path graph = dir / "g.json";
   write_graph_file(test::small_rnnlm(), graph.string());
-  rl::SessionSpec f = test::one_graph_spec(graph, 16);
+  rl::RunSpec f = test::one_graph_spec(graph, 16);
   f.init_dir = (dir / "pre").string();
-  f.config.policy.width = 32;
-  rl::train(f, (dir / "fine").string());
+  f.options["policy"]["width"] = 32;
+  rl::train(rl::learners(), f, (dir / "fine").string());
   const auto pre = rl::load_policy((dir / "pre").string());
   const auto fine = rl::load_policy((dir / "fine").string());
   CHECK(fine->config().to_json() == pre->config().to_json());

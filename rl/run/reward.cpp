@@ -1,5 +1,5 @@
 // Rewards from simulated step times (see reward.h).
-#include "rl/reward.h"
+#include "rl/run/reward.h"
 
 #include <stdexcept>
 #include <string>

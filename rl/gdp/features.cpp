@@ -1,5 +1,5 @@
 // Graph -> policy inputs (see features.h; the table with the transforms is docs/policy.md).
-#include "rl/features.h"
+#include "rl/gdp/features.h"
 
 #include <algorithm>
 #include <cmath>

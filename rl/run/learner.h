@@ -1,13 +1,17 @@
-// What `gdp train` drives (rl/session.h): a learned placer trained iteration by iteration
+// What `gdp train` drives (rl/run/session.h): a learned placer trained iteration by iteration
 // against the simulator, on one graph or several, with a checkpoint a resumed run continues
-// from. Three learners implement it: GDP's PPO trainer (rl/gdp/trainer.h), HDP (rl/hdp/hdp.h) and
-// Placeto (rl/placeto/placeto.h), so that the command line, logs, checkpoints, --resume and
-// summary.json treat all three alike.
+// from. The run layer (rl/run/) knows no method: GDP's PPO trainer (rl/gdp/trainer.h), HDP
+// (rl/hdp/learner.cpp) and Placeto (rl/placeto/learner.cpp) implement Learner and register
+// themselves (rl/run/registry.h, rl/methods.cpp), so that the command line, logs, checkpoints,
+// --resume and summary.json treat every learned method alike.
 //
-// Shared pieces: the reference placement a summary compares against, and the per-graph part
-// of a checkpoint (samples, best placement, curve, seconds run; place::Run's bookkeeping).
+// Shared pieces: the reference placement a summary compares against, the per-graph part of a
+// checkpoint (samples, best placement, curve, seconds run; place::Run's bookkeeping), and the
+// one checkpoint frame (FramedLearner: state.json + ckpt-<iteration>.bin) every learner saves
+// through.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -38,7 +42,8 @@ struct TrainGraph {
 
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// One row of the log: an iteration on one graph.
+// One row of the log: an iteration on one graph. The log's columns and the ranks' exchange
+// read the fields through one table (rl/run/stats.h).
 struct IterationStats {
   int64_t iteration = 0;
   std::string graph;
@@ -88,6 +93,16 @@ class Learner {
   }
   virtual double wall_s() const = 0;
 
+  // The keys of config.json the method owns (its resolved configuration), written beside the
+  // run's own keys when the run starts (rl/run/session.h).
+  virtual nlohmann::ordered_json config_json() const = 0;
+  // On resume: checks that the stored config.json (`config`, read through `sj`) still fits
+  // the learner built from it (GDP: the op vocabulary of the graphs). Nothing by default.
+  virtual void check_resume(const StrictJson& sj, const nlohmann::json& config) const {
+    (void)sj;
+    (void)config;
+  }
+
   int64_t total_samples() const;
   // Samples and run seconds at which graph i's best was first reached.
   int64_t samples_to_best(size_t i) const;
@@ -100,6 +115,45 @@ class Learner {
   // Restores a save() of a learner built with the same configuration, graphs and seed.
   // Returns the stored log_bytes. InputError naming the file on anything inconsistent.
   virtual int64_t load(const std::string& dir) = 0;
+};
+
+// The one checkpoint frame. state.json holds
+//   {format "gdp-train-state", version 1, iteration, checkpoint "ckpt-<iteration>.bin", seed,
+//    wall_s, log_bytes, graphs: [per graph {name, samples, elapsed_s, best_step_s, best, curve,
+//    and the learner's own keys}], and the learner's own keys}
+// and the .bin the model's parameters (and optimizer), written by the learner. A learner
+// derives from it and fills in the model's part; the frame owns the iteration count and the
+// run's clock.
+class FramedLearner : public Learner {
+ public:
+  int64_t iteration() const override { return iteration_; }
+  double wall_s() const override;
+  void save(const std::string& dir, int64_t log_bytes) const final;
+  int64_t load(const std::string& dir) final;
+
+ protected:
+  explicit FramedLearner(uint64_t seed);
+
+  // Writes the model to `bin` (a path) and returns its keys of state.json.
+  virtual nlohmann::ordered_json save_model(const std::string& bin) const = 0;
+  // The keys save_model returns (load checks them as required).
+  virtual std::vector<std::string> model_keys() const = 0;
+  // Restores the model from `bin` and its keys of `state`, whose iteration is `iteration`.
+  // `source`: state.json's path, for messages.
+  virtual void load_model(const StrictJson& sj, const nlohmann::json& state, const std::string& bin,
+                          int64_t iteration, const std::string& source) = 0;
+  // Graph i's entry of state.json (default: the run's six keys, run_state_to_json) and back
+  // (default: those six keys checked and restored).
+  virtual nlohmann::ordered_json graph_state(size_t i) const;
+  virtual void restore_graph_state(const StrictJson& sj, const nlohmann::json& x,
+                                   const std::string& p, size_t i);
+  // Graph i's run, to restore into (run() is const for everyone else).
+  virtual place::Run& restorable_run(size_t i) = 0;
+
+  uint64_t seed_;
+  int64_t iteration_ = 0;
+  double wall_offset_s_ = 0;  // run seconds before a resume
+  std::chrono::steady_clock::time_point start_;
 };
 
 // The reference placement of a problem: human, else single, else round-robin, the first whose
@@ -127,13 +181,50 @@ nlohmann::ordered_json run_state_to_json(const std::string& name, const place::R
 // caller checks x's keys (these six and its own).
 void run_state_from_json(const StrictJson& sj, const nlohmann::json& x, const std::string& p,
                          const std::string& name, int32_t num_ops, place::Run& run);
-
-// The checks every learner's load makes of a parsed state.json: its seed is `seed` and it holds
-// `graphs` graphs. Returns the "graphs" array.
-const nlohmann::json& check_state(const StrictJson& sj, const nlohmann::json& j, uint64_t seed,
-                                  size_t graphs);
+// The six keys run_state_to_json writes.
+const std::vector<std::string>& run_state_keys();
 
 // Removes the ckpt-*.bin files of `dir` other than `keep` (older checkpoints).
 void remove_old_checkpoints(const std::string& dir, const std::string& keep);
+
+// A learner over graphs that each own a run and a reference (HDP, Placeto: rl/hdp/learner.cpp,
+// rl/placeto/learner.cpp): the frame plus the graphs, and the row every iteration starts from.
+class RunLearner : public FramedLearner {
+ public:
+  RunLearner(std::vector<TrainGraph> graphs, const CostModel& cost, const std::string& method,
+             uint64_t seed, int32_t checkpoint_every);
+
+  int32_t checkpoint_every() const override { return checkpoint_every_; }
+  size_t num_graphs() const override { return graphs_.size(); }
+  const TrainGraph& graph(size_t i) const override { return graphs_[i].spec; }
+  const place::Run& run(size_t i) const override { return *graphs_[i].run; }
+  double reference_step_s(size_t i) const override { return graphs_[i].ref.step_s; }
+  const std::string& reference_method(size_t i) const override { return graphs_[i].ref.method; }
+
+ protected:
+  struct G {
+    TrainGraph spec;
+    OwnedRun own;
+    place::Run* run = nullptr;
+    Reference ref;
+  };
+  // The model's state under state.json's "model" key (the frame's model_keys).
+  virtual nlohmann::ordered_json save_agent(const std::string& bin) const = 0;
+  virtual void load_agent(const nlohmann::json& j, const std::string& bin,
+                          const std::string& source) = 0;
+  // Graph i's row with the frame's fields filled in (iteration, graph, samples, clock, best).
+  IterationStats row(size_t i) const;
+  place::Run& restorable_run(size_t i) override { return *graphs_[i].run; }
+
+  CostModel cost_;
+  int32_t checkpoint_every_;
+  std::vector<G> graphs_;
+
+ private:
+  nlohmann::ordered_json save_model(const std::string& bin) const final;
+  std::vector<std::string> model_keys() const final { return {"model"}; }
+  void load_model(const StrictJson& sj, const nlohmann::json& state, const std::string& bin,
+                  int64_t iteration, const std::string& source) final;
+};
 
 }  // namespace gdp::rl

@@ -1,15 +1,15 @@
-// MPI_COMM_WORLD collectives for data-parallel training (rl/dist.h).
-#include "rl/dist.h"
+// MPI_COMM_WORLD helpers (core/mpi.h).
+#include "core/mpi.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
-#include <stdexcept>
 
 #ifdef GDP_HAVE_MPI
 #include <mpi.h>
 #endif
 
-namespace gdp::rl {
+namespace gdp {
 
 namespace {
 
@@ -27,7 +27,26 @@ constexpr int64_t kChunk = std::numeric_limits<int>::max() / 2;
 
 }  // namespace
 
-int dist_rank() {
+MpiWorld mpi_begin() {
+  MpiWorld w;
+#ifdef GDP_HAVE_MPI
+  if (std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE")) {
+    int provided = 0;
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    w.rank = mpi_rank();
+    w.size = mpi_size();
+  }
+#endif
+  return w;
+}
+
+void mpi_end() {
+#ifdef GDP_HAVE_MPI
+  if (mpi_on()) MPI_Finalize();
+#endif
+}
+
+int mpi_rank() {
 #ifdef GDP_HAVE_MPI
   if (mpi_on()) {
     int r = 0;
@@ -38,7 +57,7 @@ int dist_rank() {
   return 0;
 }
 
-int dist_size() {
+int mpi_size() {
 #ifdef GDP_HAVE_MPI
   if (mpi_on()) {
     int n = 1;
@@ -49,9 +68,9 @@ int dist_size() {
   return 1;
 }
 
-void dist_allreduce_sum(float* data, int64_t n) {
+void mpi_allreduce_sum(float* data, int64_t n) {
 #ifdef GDP_HAVE_MPI
-  if (dist_size() > 1)
+  if (mpi_size() > 1)
     for (int64_t at = 0; at < n; at += kChunk)
       MPI_Allreduce(MPI_IN_PLACE, data + at, static_cast<int>(std::min(kChunk, n - at)), MPI_FLOAT,
                     MPI_SUM, MPI_COMM_WORLD);
@@ -61,9 +80,9 @@ void dist_allreduce_sum(float* data, int64_t n) {
 #endif
 }
 
-void dist_broadcast(std::string& bytes, int root) {
+void mpi_broadcast(std::string& bytes, int root) {
 #ifdef GDP_HAVE_MPI
-  if (dist_size() <= 1) return;
+  if (mpi_size() <= 1) return;
   int64_t n = static_cast<int64_t>(bytes.size());
   MPI_Bcast(&n, 1, MPI_INT64_T, root, MPI_COMM_WORLD);
   bytes.resize(static_cast<size_t>(n));
@@ -76,9 +95,9 @@ void dist_broadcast(std::string& bytes, int root) {
 #endif
 }
 
-void dist_broadcast(double* data, int64_t n, int root) {
+void mpi_broadcast(double* data, int64_t n, int root) {
 #ifdef GDP_HAVE_MPI
-  if (dist_size() > 1)
+  if (mpi_size() > 1)
     for (int64_t at = 0; at < n; at += kChunk)
       MPI_Bcast(data + at, static_cast<int>(std::min(kChunk, n - at)), MPI_DOUBLE, root,
                 MPI_COMM_WORLD);
@@ -89,4 +108,4 @@ void dist_broadcast(double* data, int64_t n, int root) {
 #endif
 }
 
-}  // namespace gdp::rl
+}  // namespace gdp

@@ -1,0 +1,95 @@
+// The configuration of GDP's PPO trainer (rl/gdp/trainer.h): the training loop's knobs, the
+// levers of the search regime and the named regimes whose defaults they start from
+// (docs/ppo.md, "Regimes"). JSON in and out: rl/gdp/config.cpp.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "rl/gdp/explore.h"
+#include "rl/gdp/policy.h"
+#include "rl/gdp/ppo.h"
+#include "rl/run/reward.h"
+
+namespace gdp::rl {
+
+// Elite imitation (docs/ppo.md, "Levers"): a cross-entropy term toward the best placements
+// found so far, beside the PPO loss: loss += weight_t * mean_{e,u} -log p(a_eu).
+struct EliteConfig {
+  int32_t size = 2;              // elites kept per graph (0: off)
+  double weight = 1.0;           // of the cross-entropy term
+  int32_t decay_iterations = 0;  // weight_t falls linearly to 0 over this many (0: constant)
+};
+
+// Expert iteration (docs/ppo.md, "Expert iteration"): each iteration, after its K samples,
+// every graph gets a short annealing search (place/anneal.h) from the best of its elites,
+// steered by the policy's current per-unit distribution; the search's best joins the elites,
+// which the cross-entropy term (EliteConfig) imitates beside the PPO loss. Search improves
+// the policy's samples; the policy learns the search's best; the next search starts from a
+// sharper policy.
+struct ExpertConfig {
+  int32_t anneal_samples = 0;  // per graph and iteration (0: off); the search's critical-path
+                               // refresh is one more
+  double mix = 0.5;            // the guide: (1 - mix) policy + mix uniform
+  double t_ratio = 0.1;        // final / start temperature of each search
+  // T0: calibrated on a graph's first search (its first min(64, anneal_samples / 2)
+  // proposals), then kept for that graph (in the checkpoint).
+};
+
+struct TrainConfig {
+  // The named regime whose defaults the other keys start from (docs/ppo.md): "search", the
+  // levers that win on one graph (GDP-one, fine-tuning: local proposals, elites, warm start;
+  // the defaults below); "transfer", pre-training for zero-shot transfer (`gdp train
+  // --suite`): stage decisions over the stage features, K = 16 on-policy samples, no warm
+  // start, no behaviour cloning, no elites, no local proposals, type dropout 0.1, families
+  // weighted equally.
+  std::string regime = "search";
+  PolicyConfig policy;
+  PpoConfig ppo;
+  RewardConfig reward;
+  int32_t samples_per_iteration = 8;  // K, per graph
+  int32_t epochs = 2;                 // PPO epochs over the K samples
+  int32_t minibatches = 1;            // per epoch (the K samples split in this many)
+  double lr = 3e-3;
+  double grad_clip = 1.0;         // global L2 norm
+  int32_t checkpoint_every = 10;  // iterations (0: only at the end)
+  // The reference placement (human, else single, else round-robin) is simulated as each
+  // graph's first sample, so the best placement reported is never worse than it. Off: the
+  // best is the policy's own (ablations, "pure" GDP).
+  bool keep_reference = true;
+  // Warm start: before the first PPO update, this many Adam steps on the cross-entropy between
+  // the policy and each graph's reference placement (behavior cloning; the anchored unit's
+  // device relabeled to 0 on interchangeable devices). PPO then searches around the
+  // reference instead of around the uniform placement. 0: off (the paper's GDP).
+  int32_t imitation_steps = 20;
+  // The placements the warm start imitates: empty, the reference; else these place methods
+  // (e.g. human, m-etf, m-sct, metis) are run on each graph, each simulated once and counted
+  // in the budget (with the simulations the method itself reports), the fastest imitated, and
+  // all of them offered to the elites.
+  std::vector<std::string> warm_start{"human", "m-etf", "m-sct", "metis"};
+  EliteConfig elite;
+  ExploreConfig explore{0.875, 0.1, 0.1};
+  ExpertConfig expert;
+  // The entropy bonus falls linearly to 0 over this many iterations (0: constant).
+  int32_t entropy_decay_iterations = 0;
+  // Each iteration, each op's type is replaced by the unknown slot (vocabulary index 0) with
+  // this chance, the same for the sampling pass and the updates: the unknown row and the
+  // other features learn to place ops of types pre-training never saw (PipeDream layers,
+  // PyTorch imports).
+  double type_dropout = 0;
+  // GDP-batch: each graph's loss weighs 1 / (families x graphs of its family) instead of
+  // 1 / graphs, so that 32 random graphs do not outvote 8 models (TrainGraph::family).
+  bool family_weights = false;
+
+  // The defaults of a regime ("search" or "transfer"); InputError naming `source` otherwise.
+  static TrainConfig preset(const std::string& regime, const std::string& source = "regime");
+  // Strict: unknown keys, wrong types, impossible values -> InputError naming source and key.
+  // The keys given override the defaults of the config's "regime", else of default_regime.
+  static TrainConfig from_json(const nlohmann::json& j, const std::string& source,
+                               const std::string& default_regime = "search");
+  nlohmann::ordered_json to_json() const;
+};
+
+}  // namespace gdp::rl
