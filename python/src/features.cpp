@@ -1,7 +1,7 @@
-// The GDP policy's input features (rl/features.h) as numpy arrays: the node feature matrix
+// The GDP policy's input features (rl/gdp/features.h) as numpy arrays: the node feature matrix
 // with its column names, the op-type vocabulary indices, the deduplicated data edges, the
 // topological order and the graph-level statistics (docs/policy.md, "Features").
-#include "rl/features.h"
+#include "rl/gdp/features.h"
 
 #include <array>
 
@@ -88,7 +88,7 @@ void bind_features(pb::module_& m) {
       },
       pb::arg("graph"), pb::arg("cluster"), pb::arg("profile") = pb::none(),
       pb::arg("vocabulary") = pb::none(),
-      "The GDP policy's features (rl/features.h): x (N, K) float32 with its columns, op_type "
+      "The GDP policy's features (rl/gdp/features.h): x (N, K) float32 with its columns, op_type "
       "(N) vocabulary index (0 = unknown), vocabulary (the types of index 1..), edge_index "
       "(2, E) deduplicated data edges, topo (N), graph_stats (G) with graph_columns. "
       "vocabulary: a list of op types (default: this graph's types, most frequent first).");

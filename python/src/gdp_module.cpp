@@ -10,7 +10,7 @@
 #include "convert.h"
 #include "core/error.h"
 #include "place/registry.h"
-#include "rl/register.h"
+#include "rl/methods.h"
 
 PYBIND11_MODULE(_core, m) {
   namespace pb = pybind11;

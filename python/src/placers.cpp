@@ -1,7 +1,7 @@
 // Every placement method of the registry by name (`gdp place`): options as a dict (or JSON
 // text / file), a budget of samples and seconds, a seed. Also the placement units the searches
 // and the policies decide on (colocation groups), the trainer's reference placement and its
-// reward (rl/reward.h), so that a Python learner scores placements as the C++ trainer does.
+// reward (rl/run/reward.h), so that a Python learner scores placements as the C++ trainer does.
 #include <cmath>
 
 #include "convert.h"
@@ -9,8 +9,8 @@
 #include "eval/evaluate.h"
 #include "place/registry.h"
 #include "place/units.h"
-#include "rl/learner.h"
-#include "rl/reward.h"
+#include "rl/run/learner.h"
+#include "rl/run/reward.h"
 
 namespace gdp::py {
 
@@ -208,7 +208,7 @@ void bind_placers(pb::module_& m) {
       },
       pb::arg("step_s"), pb::arg("reference_s"),
       pb::arg("invalid_penalty") = rl::RewardConfig().invalid_penalty,
-      "The trainers' reward (rl/reward.h): -sqrt(step_s / reference_s); invalid_penalty when "
+      "The trainers' reward (rl/run/reward.h): -sqrt(step_s / reference_s); invalid_penalty when "
       "step_s is not finite.");
   m.def(
       "rewards",
