@@ -1,18 +1,15 @@
-// GDP's policy from a training run, and its learner for `gdp train` (rl/gdp/load.h,
-// rl/gdp/trainer.h gdp_learner).
+// GDP's policy from a training run (rl/gdp/load.h).
 #include "rl/gdp/load.h"
 
 #include "core/error.h"
-#include "rl/gdp/method.h"
-#include "rl/gdp/trainer.h"
+#include "rl/gdp/config.h"
 
 namespace gdp::rl {
 
-namespace {
-
-const std::vector<std::string> kConfigKeys = {"train", "vocabulary"};
-
-}  // namespace
+const std::vector<std::string>& gdp_config_keys() {
+  static const std::vector<std::string> k = {"train", "vocabulary"};
+  return k;
+}
 
 nlohmann::json stored_train_json(const RunConfig& c) {
   nlohmann::json train = c.sj.object(c.json, "train", "");
@@ -32,7 +29,7 @@ std::unique_ptr<Policy> load_policy(const std::string& path) {
   if (c.spec.method != "gdp")
     throw InputError(c.path + ": method: a GDP policy was expected; this run trained '" +
                      c.spec.method + "'");
-  check_method_keys(c, kConfigKeys);
+  check_method_keys(c, gdp_config_keys());
   const TrainConfig config = TrainConfig::from_json(stored_train_json(c), c.path + ": train");
   auto policy = std::make_unique<Policy>(
       config.policy,
@@ -40,29 +37,6 @@ std::unique_ptr<Policy> load_policy(const std::string& path) {
       c.spec.seed);
   load_parameters(rp.dir, policy->params(), rp.bin);
   return policy;
-}
-
-LearnerMethod gdp_learner() {
-  LearnerMethod m;
-  m.name = "gdp";
-  m.summary = "GDP: GraphSAGE + segment-recurrent attention + superposition, PPO";
-  m.options_flag = "--config";
-  m.config_keys = kConfigKeys;
-  m.data_parallel = true;
-  m.stored_options = [](const RunConfig& c) { return stored_train_json(c); };
-  m.make = [](const LearnerArgs& a) -> std::unique_ptr<Learner> {
-    // Pre-training on a suite defaults to the transfer regime, one graph to the search regime;
-    // the options' "regime" key overrides either.
-    const TrainConfig config = TrainConfig::from_json(
-        a.spec.options, a.source, a.spec.suite_path.empty() ? "search" : "transfer");
-    std::unique_ptr<Policy> init;
-    if (!a.spec.init_dir.empty()) init = load_policy(a.spec.init_dir);
-    auto t = std::make_unique<Trainer>(config, a.graphs, a.cost, a.spec.seed, init.get(),
-                                       device_of(a.spec));
-    t->distribute();  // data-parallel under mpirun (core/mpi.h)
-    return t;
-  };
-  return m;
 }
 
 }  // namespace gdp::rl

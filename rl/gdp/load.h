@@ -5,6 +5,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "rl/gdp/policy.h"
 #include "rl/run/run_dir.h"
@@ -20,5 +21,7 @@ std::unique_ptr<Policy> load_policy(const std::string& path);
 // the trainer's levers (no "elite" key) continues as it was trained: the keys it lacks take
 // their pre-lever values, not today's defaults.
 nlohmann::json stored_train_json(const RunConfig& c);
+// The keys of config.json a GDP run owns: "train" and "vocabulary".
+const std::vector<std::string>& gdp_config_keys();
 
 }  // namespace gdp::rl

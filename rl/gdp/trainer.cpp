@@ -17,8 +17,6 @@
 #include "nn/ops.h"
 #include "place/registry.h"
 #include "core/mpi.h"
-#include "rl/gdp/guided.h"
-#include "rl/gdp/load.h"
 #include "rl/run/stats.h"
 
 namespace gdp::rl {
