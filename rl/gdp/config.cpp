@@ -5,17 +5,128 @@
 #include "core/json_strict.h"
 #include "place/registry.h"
 
+#include <initializer_list>
+#include <variant>
+
 namespace gdp::rl {
 
 namespace {
 
-int32_t int_key(const StrictJson& sj, const nlohmann::json& j, const char* key, int32_t def,
-                int32_t lo, int32_t hi) {
-  return j.contains(key) ? static_cast<int32_t>(sj.integer(j, key, "", lo, hi)) : def;
+// One key of a config struct: its JSON name, the member it reads and writes, and the range an
+// integer or a number must lie in. Each struct's table below is the one list of its keys: the
+// strict reader's allowed keys, the reader and to_json all go through it.
+template <typename S>
+struct Key {
+  const char* name;
+  std::variant<int32_t S::*, double S::*, bool S::*> member;
+  double lo = 0, hi = 0;
+};
+
+template <typename S>
+std::vector<std::string> names_of(const std::vector<Key<S>>& keys,
+                                  std::initializer_list<const char*> more = {}) {
+  std::vector<std::string> n;
+  for (const Key<S>& k : keys) n.emplace_back(k.name);
+  for (const char* m : more) n.emplace_back(m);
+  return n;
 }
-double num_key(const StrictJson& sj, const nlohmann::json& j, const char* key, double def,
-               double lo, double hi) {
-  return j.contains(key) ? sj.number(j, key, "", lo, hi) : def;
+
+// Reads the keys of `keys` that `j` holds into `s` (the others keep their values).
+template <typename S>
+void read_keys(const StrictJson& sj, const nlohmann::json& j, const std::vector<Key<S>>& keys,
+               S& s) {
+  for (const Key<S>& k : keys) {
+    if (!j.contains(k.name)) continue;
+    if (auto m = std::get_if<int32_t S::*>(&k.member))
+      s.**m = static_cast<int32_t>(sj.integer(j, k.name, "", static_cast<int64_t>(k.lo),
+                                              static_cast<int64_t>(k.hi)));
+    else if (auto d = std::get_if<double S::*>(&k.member))
+      s.**d = sj.number(j, k.name, "", k.lo, k.hi);
+    else
+      s.*std::get<bool S::*>(k.member) = sj.boolean(j, k.name, "");
+  }
+}
+
+template <typename S>
+nlohmann::ordered_json write_keys(const std::vector<Key<S>>& keys, const S& s) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (const Key<S>& k : keys)
+    std::visit([&](auto m) { j[k.name] = s.*m; }, k.member);
+  return j;
+}
+
+// A section (an object under `name`) of a struct with its own table, strictly: `more` are
+// keys the caller reads itself. Returns the section (an empty object when absent).
+template <typename S>
+const nlohmann::json& read_section(const StrictJson& sj, const nlohmann::json& j, const char* name,
+                                   const std::string& source, const std::vector<Key<S>>& keys,
+                                   S& s, std::initializer_list<const char*> more = {}) {
+  static const nlohmann::json kEmpty = nlohmann::json::object();
+  if (!j.contains(name)) return kEmpty;
+  const nlohmann::json& o = sj.object(j, name, "");
+  const StrictJson ss(source + ": " + name);
+  ss.check_keys(o, "", {}, names_of(keys, more));
+  read_keys(ss, o, keys, s);
+  return o;
+}
+
+const std::vector<Key<PpoConfig>>& ppo_keys() {
+  using S = PpoConfig;
+  static const std::vector<Key<S>> k = {{"clip", &S::clip, 0, 1},
+                                        {"entropy_coef", &S::entropy_coef, 0, 10},
+                                        {"normalize_advantages", &S::normalize_advantages},
+                                        {"std_floor", &S::std_floor, 0, 1e6}};
+  return k;  // and "baseline" (an enum)
+}
+
+const std::vector<Key<RewardConfig>>& reward_keys() {
+  using S = RewardConfig;
+  static const std::vector<Key<S>> k = {{"invalid_penalty", &S::invalid_penalty, -1e6, 0}};
+  return k;
+}
+
+const std::vector<Key<EliteConfig>>& elite_keys() {
+  using S = EliteConfig;
+  static const std::vector<Key<S>> k = {{"size", &S::size, 0, 4096},
+                                        {"weight", &S::weight, 0, 1e6},
+                                        {"decay_iterations", &S::decay_iterations, 0, 1 << 30}};
+  return k;
+}
+
+const std::vector<Key<ExploreConfig>>& explore_keys() {
+  using S = ExploreConfig;
+  static const std::vector<Key<S>> k = {
+      {"local_fraction", &S::local_fraction, 0, 1}, {"block_fraction", &S::block_fraction, 0, 1},
+      {"uniform_mix", &S::uniform_mix, 0, 1},       {"p_run", &S::p_run, 0, 1},
+      {"p_block", &S::p_block, 0, 1},               {"p_boundary", &S::p_boundary, 0, 1},
+      {"p_scope", &S::p_scope, 0, 1}};
+  return k;
+}
+
+const std::vector<Key<ExpertConfig>>& expert_keys() {
+  using S = ExpertConfig;
+  static const std::vector<Key<S>> k = {{"anneal_samples", &S::anneal_samples, 0, 1 << 20},
+                                        {"mix", &S::mix, 0, 1},
+                                        {"t_ratio", &S::t_ratio, 1e-9, 1}};
+  return k;
+}
+
+// TrainConfig's own scalar keys (the sections, regime, policy and warm_start aside).
+const std::vector<Key<TrainConfig>>& train_keys() {
+  using S = TrainConfig;
+  static const std::vector<Key<S>> k = {
+      {"samples_per_iteration", &S::samples_per_iteration, 1, 4096},
+      {"epochs", &S::epochs, 1, 100},
+      {"minibatches", &S::minibatches, 1, 4096},
+      {"lr", &S::lr, 0, 10},
+      {"grad_clip", &S::grad_clip, 0, 1e9},
+      {"checkpoint_every", &S::checkpoint_every, 0, 1 << 30},
+      {"keep_reference", &S::keep_reference},
+      {"imitation_steps", &S::imitation_steps, 0, 1 << 20},
+      {"entropy_decay_iterations", &S::entropy_decay_iterations, 0, 1 << 30},
+      {"type_dropout", &S::type_dropout, 0, 1},
+      {"family_weights", &S::family_weights}};
+  return k;
 }
 
 }  // namespace
@@ -43,11 +154,9 @@ TrainConfig TrainConfig::preset(const std::string& regime, const std::string& so
 TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& source,
                                    const std::string& default_regime) {
   StrictJson sj(source);
-  sj.check_keys(
-      j, "", {},
-      {"regime", "policy", "ppo", "reward", "samples_per_iteration", "epochs", "minibatches", "lr",
-       "grad_clip", "checkpoint_every", "keep_reference", "imitation_steps", "warm_start", "elite",
-       "explore", "expert", "entropy_decay_iterations", "type_dropout", "family_weights"});
+  sj.check_keys(j, "", {},
+                names_of(train_keys(), {"regime", "policy", "ppo", "reward", "warm_start", "elite",
+                                        "explore", "expert"}));
   TrainConfig c = preset(j.contains("regime") ? sj.string(j, "regime", "") : default_regime,
                          source + ": regime");
   if (j.contains("policy")) {
@@ -56,46 +165,24 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
     for (const auto& [k, v] : sj.object(j, "policy", "").items()) p[k] = v;
     c.policy = PolicyConfig::from_json(p, source + ": policy");
   }
-  if (j.contains("ppo")) {
-    const nlohmann::json& p = sj.object(j, "ppo", "");
-    StrictJson sp(source + ": ppo");
-    sp.check_keys(p, "", {},
-                  {"clip", "entropy_coef", "normalize_advantages", "baseline", "std_floor"});
-    c.ppo.std_floor = num_key(sp, p, "std_floor", c.ppo.std_floor, 0, 1e6);
-    c.ppo.clip = num_key(sp, p, "clip", c.ppo.clip, 0, 1);
-    c.ppo.entropy_coef = num_key(sp, p, "entropy_coef", c.ppo.entropy_coef, 0, 10);
-    if (p.contains("normalize_advantages"))
-      c.ppo.normalize_advantages = sp.boolean(p, "normalize_advantages", "");
-    if (p.contains("baseline")) {
-      const std::string b = sp.string(p, "baseline", "");
-      if (b == "mean")
-        c.ppo.baseline = Baseline::mean;
-      else if (b == "loo")
-        c.ppo.baseline = Baseline::loo;
-      else if (b == "rank")
-        c.ppo.baseline = Baseline::rank;
-      else
-        sp.fail("baseline", "expected \"mean\", \"loo\" or \"rank\", got \"" + b + "\"");
-    }
+  const nlohmann::json& ppo = read_section(sj, j, "ppo", source, ppo_keys(), c.ppo, {"baseline"});
+  if (ppo.contains("baseline")) {
+    const StrictJson sp(source + ": ppo");
+    const std::string b = sp.string(ppo, "baseline", "");
+    if (b == "mean")
+      c.ppo.baseline = Baseline::mean;
+    else if (b == "loo")
+      c.ppo.baseline = Baseline::loo;
+    else if (b == "rank")
+      c.ppo.baseline = Baseline::rank;
+    else
+      sp.fail("baseline", "expected \"mean\", \"loo\" or \"rank\", got \"" + b + "\"");
   }
-  if (j.contains("reward")) {
-    const nlohmann::json& r = sj.object(j, "reward", "");
-    StrictJson sr(source + ": reward");
-    sr.check_keys(r, "", {}, {"invalid_penalty"});
-    c.reward.invalid_penalty = num_key(sr, r, "invalid_penalty", c.reward.invalid_penalty, -1e6, 0);
-  }
-  c.samples_per_iteration =
-      int_key(sj, j, "samples_per_iteration", c.samples_per_iteration, 1, 4096);
-  c.epochs = int_key(sj, j, "epochs", c.epochs, 1, 100);
-  c.minibatches = int_key(sj, j, "minibatches", c.minibatches, 1, 4096);
+  read_section(sj, j, "reward", source, reward_keys(), c.reward);
+  read_keys(sj, j, train_keys(), c);
   if (c.minibatches > c.samples_per_iteration)
     sj.fail("minibatches", "expected at most samples_per_iteration (" +
                                std::to_string(c.samples_per_iteration) + ")");
-  c.lr = num_key(sj, j, "lr", c.lr, 0, 10);
-  c.grad_clip = num_key(sj, j, "grad_clip", c.grad_clip, 0, 1e9);
-  c.checkpoint_every = int_key(sj, j, "checkpoint_every", c.checkpoint_every, 0, 1 << 30);
-  if (j.contains("keep_reference")) c.keep_reference = sj.boolean(j, "keep_reference", "");
-  c.imitation_steps = int_key(sj, j, "imitation_steps", c.imitation_steps, 0, 1 << 20);
   if (j.contains("warm_start")) {
     const nlohmann::json& w = sj.array(j, "warm_start", "");
     const place::Registry& reg = place::registry();
@@ -114,45 +201,15 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
       c.warm_start.push_back(m);
     }
   }
-  if (j.contains("elite")) {
-    const nlohmann::json& e = sj.object(j, "elite", "");
-    StrictJson se(source + ": elite");
-    se.check_keys(e, "", {}, {"size", "weight", "decay_iterations"});
-    c.elite.size = int_key(se, e, "size", c.elite.size, 0, 4096);
-    c.elite.weight = num_key(se, e, "weight", c.elite.weight, 0, 1e6);
-    c.elite.decay_iterations =
-        int_key(se, e, "decay_iterations", c.elite.decay_iterations, 0, 1 << 30);
-  }
-  if (j.contains("explore")) {
-    const nlohmann::json& e = sj.object(j, "explore", "");
-    StrictJson se(source + ": explore");
-    se.check_keys(e, "", {},
-                  {"local_fraction", "block_fraction", "uniform_mix", "p_run", "p_block",
-                   "p_boundary", "p_scope"});
-    c.explore.local_fraction = num_key(se, e, "local_fraction", c.explore.local_fraction, 0, 1);
-    c.explore.block_fraction = num_key(se, e, "block_fraction", c.explore.block_fraction, 0, 1);
-    c.explore.uniform_mix = num_key(se, e, "uniform_mix", c.explore.uniform_mix, 0, 1);
-    c.explore.p_run = num_key(se, e, "p_run", c.explore.p_run, 0, 1);
-    c.explore.p_block = num_key(se, e, "p_block", c.explore.p_block, 0, 1);
-    c.explore.p_boundary = num_key(se, e, "p_boundary", c.explore.p_boundary, 0, 1);
-    c.explore.p_scope = num_key(se, e, "p_scope", c.explore.p_scope, 0, 1);
-    if (c.explore.p_run + c.explore.p_block <= 0)
-      se.fail("p_run", "p_run + p_block must be positive (the moves every graph has)");
-  }
-  if (j.contains("expert")) {
-    const nlohmann::json& e = sj.object(j, "expert", "");
-    StrictJson se(source + ": expert");
-    se.check_keys(e, "", {}, {"anneal_samples", "mix", "t_ratio"});
-    c.expert.anneal_samples = int_key(se, e, "anneal_samples", c.expert.anneal_samples, 0, 1 << 20);
-    c.expert.mix = num_key(se, e, "mix", c.expert.mix, 0, 1);
-    c.expert.t_ratio = num_key(se, e, "t_ratio", c.expert.t_ratio, 1e-9, 1);
-    if (c.expert.anneal_samples > 0 && c.elite.size == 0)
-      se.fail("anneal_samples", "expert iteration imitates the elites: needs elite.size > 0");
-  }
-  c.entropy_decay_iterations =
-      int_key(sj, j, "entropy_decay_iterations", c.entropy_decay_iterations, 0, 1 << 30);
-  c.type_dropout = num_key(sj, j, "type_dropout", c.type_dropout, 0, 1);
-  if (j.contains("family_weights")) c.family_weights = sj.boolean(j, "family_weights", "");
+  read_section(sj, j, "elite", source, elite_keys(), c.elite);
+  if (!read_section(sj, j, "explore", source, explore_keys(), c.explore).empty() &&
+      c.explore.p_run + c.explore.p_block <= 0)
+    StrictJson(source + ": explore")
+        .fail("p_run", "p_run + p_block must be positive (the moves every graph has)");
+  if (!read_section(sj, j, "expert", source, expert_keys(), c.expert).empty() &&
+      c.expert.anneal_samples > 0 && c.elite.size == 0)
+    StrictJson(source + ": expert")
+        .fail("anneal_samples", "expert iteration imitates the elites: needs elite.size > 0");
   return c;
 }
 
@@ -160,35 +217,14 @@ nlohmann::ordered_json TrainConfig::to_json() const {
   nlohmann::ordered_json j;
   j["regime"] = regime;
   j["policy"] = policy.to_json();
-  j["ppo"] = {{"clip", ppo.clip},
-              {"entropy_coef", ppo.entropy_coef},
-              {"normalize_advantages", ppo.normalize_advantages},
-              {"baseline", baseline_name(ppo.baseline)},
-              {"std_floor", ppo.std_floor}};
-  j["reward"] = {{"invalid_penalty", reward.invalid_penalty}};
-  j["samples_per_iteration"] = samples_per_iteration;
-  j["epochs"] = epochs;
-  j["minibatches"] = minibatches;
-  j["lr"] = lr;
-  j["grad_clip"] = grad_clip;
-  j["checkpoint_every"] = checkpoint_every;
-  j["keep_reference"] = keep_reference;
-  j["imitation_steps"] = imitation_steps;
+  j["ppo"] = write_keys(ppo_keys(), ppo);
+  j["ppo"]["baseline"] = baseline_name(ppo.baseline);
+  j["reward"] = write_keys(reward_keys(), reward);
+  for (auto& [k, v] : write_keys(train_keys(), *this).items()) j[k] = v;
   j["warm_start"] = warm_start;
-  j["elite"] = {
-      {"size", elite.size}, {"weight", elite.weight}, {"decay_iterations", elite.decay_iterations}};
-  j["explore"] = {{"local_fraction", explore.local_fraction},
-                  {"block_fraction", explore.block_fraction},
-                  {"uniform_mix", explore.uniform_mix},
-                  {"p_run", explore.p_run},
-                  {"p_block", explore.p_block},
-                  {"p_boundary", explore.p_boundary},
-                  {"p_scope", explore.p_scope}};
-  j["expert"] = {
-      {"anneal_samples", expert.anneal_samples}, {"mix", expert.mix}, {"t_ratio", expert.t_ratio}};
-  j["entropy_decay_iterations"] = entropy_decay_iterations;
-  j["type_dropout"] = type_dropout;
-  j["family_weights"] = family_weights;
+  j["elite"] = write_keys(elite_keys(), elite);
+  j["explore"] = write_keys(explore_keys(), explore);
+  j["expert"] = write_keys(expert_keys(), expert);
   return j;
 }
 
