@@ -19,6 +19,167 @@
 
 namespace gdp::cli {
 
+namespace {
+
+// The results of a comparison: every (graph, column) record, the columns (the methods, then the
+// reference labels in order of first appearance) and the baseline column.
+struct Comparison {
+  std::string suite_path, baseline;
+  const std::vector<datasets::SuiteEntry>* entries = nullptr;
+  const std::vector<eval::Record>* records = nullptr;
+  std::vector<std::string> columns;
+  std::map<std::pair<std::string, std::string>, const eval::Record*> cell;
+
+  Comparison(std::string suite, std::string base, const std::vector<datasets::SuiteEntry>& e,
+             const std::vector<eval::Record>& r, std::vector<std::string> methods)
+      : suite_path(std::move(suite)),
+        baseline(std::move(base)),
+        entries(&e),
+        records(&r),
+        columns(std::move(methods)) {
+    for (const eval::Record& x : r) {
+      cell[{x.graph, x.method}] = &x;
+      if (std::find(columns.begin(), columns.end(), x.method) == columns.end())
+        columns.push_back(x.method);
+    }
+  }
+  const eval::Record* find(size_t i, const std::string& col) const {
+    auto it = cell.find({(*entries)[i].name, col});
+    return it == cell.end() ? nullptr : it->second;
+  }
+};
+
+void print_json(const Comparison& c) {
+  const auto& entries = *c.entries;
+  nlohmann::ordered_json j;
+  j["suite"] = c.suite_path;
+  j["methods"] = c.columns;
+  j["baseline"] = c.baseline;
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < entries.size(); ++i) {
+    nlohmann::ordered_json row;
+    row["name"] = entries[i].name;
+    row["ops"] = entries[i].graph.num_ops();
+    row["cluster"] = entries[i].cluster_name;
+    for (const eval::Record& r : *c.records)
+      if (r.graph == entries[i].name) {
+        row["lower_bound_s"] = r.lower_bound_s;
+        break;
+      }
+    nlohmann::ordered_json cells = nlohmann::ordered_json::object();
+    for (const auto& col : c.columns) {
+      const eval::Record* r = c.find(i, col);
+      nlohmann::ordered_json cj;
+      cj["valid"] = r && r->valid();
+      if (r && r->valid())
+        cj["step_time_s"] = r->step_time_s;
+      else
+        cj["reason"] = r ? r->reason : std::string("n/a");
+      if (r && r->valid()) cj["gap_to_bound"] = r->gap_to_bound();
+      if (r) {
+        cj["validity"] = eval::validity_name(r->validity);
+        cj["wall_s"] = r->wall_s;
+        cj["samples"] = r->samples;
+      }
+      cells[col] = cj;
+    }
+    row["results"] = cells;
+    rows.push_back(row);
+  }
+  j["entries"] = rows;
+  std::printf("%s\n", j.dump(2).c_str());
+}
+
+// One cell of the table: the step time in ms and the speed-up over the baseline, or why not.
+std::string cell_text(const eval::Record* r, const eval::Record* base) {
+  char buf[64];
+  if (!r)
+    std::snprintf(buf, sizeof buf, "-");
+  else if (r->validity == eval::Validity::out_of_memory)
+    std::snprintf(buf, sizeof buf, "OOM");
+  else if (r->validity == eval::Validity::method_failed)
+    std::snprintf(buf, sizeof buf, "failed");
+  else if (!r->valid())
+    std::snprintf(buf, sizeof buf, "invalid");
+  else if (base && base->valid())
+    std::snprintf(buf, sizeof buf, "%.2f (%.2fx)", r->step_time_s * 1e3,
+                  base->step_time_s / r->step_time_s);
+  else
+    std::snprintf(buf, sizeof buf, "%.2f", r->step_time_s * 1e3);
+  return buf;
+}
+
+void print_rows(const Comparison& c) {
+  const auto& entries = *c.entries;
+  std::printf("suite %s: %zu graphs; simulated step time in ms (x: speed-up over %s)\n\n",
+              c.suite_path.c_str(), entries.size(), c.baseline.c_str());
+  std::printf("%-30s %8s %-16s %9s", "graph", "ops", "cluster", "bound");
+  for (const auto& col : c.columns) std::printf(" %20s", col.c_str());
+  std::printf("\n");
+  for (size_t i = 0; i < entries.size(); ++i) {
+    double bound = 0;
+    for (const auto& col : c.columns)
+      if (const eval::Record* r = c.find(i, col)) bound = r->lower_bound_s;
+    std::printf("%-30s %8d %-16s %9.2f", entries[i].name.c_str(), entries[i].graph.num_ops(),
+                entries[i].cluster_name.c_str(), bound * 1e3);
+    const eval::Record* base = c.find(i, c.baseline);
+    for (const auto& col : c.columns) std::printf(" %20s", cell_text(c.find(i, col), base).c_str());
+    std::printf("\n");
+  }
+}
+
+// The summary lines under the table: geomean speed-up over the baseline, geomean gap to the
+// lower bound, total placement time; then the invalid cells and why.
+void print_summary(const Comparison& c) {
+  const auto& entries = *c.entries;
+  std::printf("\n%-66s", "geomean speed-up (entries valid under both)");
+  for (const auto& col : c.columns) {
+    const eval::GeoMean gm = eval::geomean_speedup(*c.records, col, c.baseline);
+    char buf[32];
+    if (gm.n)
+      std::snprintf(buf, sizeof buf, "%.3fx (%d)", gm.value, gm.n);
+    else
+      std::snprintf(buf, sizeof buf, "-");
+    std::printf(" %20s", buf);
+  }
+  std::printf("\n%-66s", "geomean step / lower bound (valid entries)");
+  for (const auto& col : c.columns) {
+    double logsum = 0;
+    int n = 0;
+    for (size_t i = 0; i < entries.size(); ++i)
+      if (const eval::Record* r = c.find(i, col); r && r->valid() && r->lower_bound_s > 0) {
+        logsum += std::log(r->gap_to_bound());
+        ++n;
+      }
+    char buf[32];
+    if (n)
+      std::snprintf(buf, sizeof buf, "%.3f (%d)", std::exp(logsum / n), n);
+    else
+      std::snprintf(buf, sizeof buf, "-");
+    std::printf(" %20s", buf);
+  }
+  std::printf("\n%-66s", "total placement time (s)");
+  for (const auto& col : c.columns) {
+    double t = 0;
+    for (size_t i = 0; i < entries.size(); ++i)
+      if (const eval::Record* r = c.find(i, col)) t += r->wall_s;
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f", t);
+    std::printf(" %20s", buf);
+  }
+  std::printf("\n");
+  int invalid = 0;
+  for (size_t i = 0; i < entries.size(); ++i)
+    for (const auto& col : c.columns) {
+      const eval::Record* r = c.find(i, col);
+      if (!r || r->valid()) continue;
+      if (!invalid++) std::printf("\ninvalid placements:\n");
+      std::printf("  %s / %s: %s\n", entries[i].name.c_str(), col.c_str(), r->reason.c_str());
+    }
+}
+
+}  // namespace
+
 int cmd_compare(int argc, char** argv) {
   Args a(argc, argv,
          {"--suite", "--methods", "--profile", "--baseline", "--seed", "--samples", "--seconds",
@@ -75,136 +236,13 @@ int cmd_compare(int argc, char** argv) {
   if (a.has("--records"))
     write_text_file_atomic(a.get("--records"), eval::to_json(records).dump(1));
 
-  // Columns: the methods, then the reference labels in order of first appearance.
-  std::vector<std::string> columns = methods;
-  std::map<std::pair<std::string, std::string>, const eval::Record*> cell;
-  for (const eval::Record& r : records) {
-    cell[{r.graph, r.method}] = &r;
-    if (std::find(columns.begin(), columns.end(), r.method) == columns.end())
-      columns.push_back(r.method);
-  }
-  auto find = [&](size_t i, const std::string& col) -> const eval::Record* {
-    auto it = cell.find({entries[i].name, col});
-    return it == cell.end() ? nullptr : it->second;
-  };
-
+  const Comparison c(suite_path, baseline, entries, records, methods);
   if (a.has("--json")) {
-    nlohmann::ordered_json j;
-    j["suite"] = suite_path;
-    j["methods"] = columns;
-    j["baseline"] = baseline;
-    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-    for (size_t i = 0; i < entries.size(); ++i) {
-      nlohmann::ordered_json row;
-      row["name"] = entries[i].name;
-      row["ops"] = entries[i].graph.num_ops();
-      row["cluster"] = entries[i].cluster_name;
-      for (const eval::Record& r : records)
-        if (r.graph == entries[i].name) {
-          row["lower_bound_s"] = r.lower_bound_s;
-          break;
-        }
-      nlohmann::ordered_json cells = nlohmann::ordered_json::object();
-      for (const auto& col : columns) {
-        const eval::Record* r = find(i, col);
-        nlohmann::ordered_json cj;
-        cj["valid"] = r && r->valid();
-        if (r && r->valid())
-          cj["step_time_s"] = r->step_time_s;
-        else
-          cj["reason"] = r ? r->reason : std::string("n/a");
-        if (r && r->valid()) cj["gap_to_bound"] = r->gap_to_bound();
-        if (r) {
-          cj["validity"] = eval::validity_name(r->validity);
-          cj["wall_s"] = r->wall_s;
-          cj["samples"] = r->samples;
-        }
-        cells[col] = cj;
-      }
-      row["results"] = cells;
-      rows.push_back(row);
-    }
-    j["entries"] = rows;
-    std::printf("%s\n", j.dump(2).c_str());
+    print_json(c);
     return 0;
   }
-  std::printf("suite %s: %zu graphs; simulated step time in ms (x: speed-up over %s)\n\n",
-              suite_path.c_str(), entries.size(), baseline.c_str());
-  std::printf("%-30s %8s %-16s %9s", "graph", "ops", "cluster", "bound");
-  for (const auto& c : columns) std::printf(" %20s", c.c_str());
-  std::printf("\n");
-  for (size_t i = 0; i < entries.size(); ++i) {
-    double bound = 0;
-    for (const auto& col : columns)
-      if (const eval::Record* r = find(i, col)) bound = r->lower_bound_s;
-    std::printf("%-30s %8d %-16s %9.2f", entries[i].name.c_str(), entries[i].graph.num_ops(),
-                entries[i].cluster_name.c_str(), bound * 1e3);
-    const eval::Record* base = find(i, baseline);
-    for (const auto& col : columns) {
-      const eval::Record* r = find(i, col);
-      char buf[64];
-      if (!r)
-        std::snprintf(buf, sizeof buf, "-");
-      else if (r->validity == eval::Validity::out_of_memory)
-        std::snprintf(buf, sizeof buf, "OOM");
-      else if (r->validity == eval::Validity::method_failed)
-        std::snprintf(buf, sizeof buf, "failed");
-      else if (!r->valid())
-        std::snprintf(buf, sizeof buf, "invalid");
-      else if (base && base->valid())
-        std::snprintf(buf, sizeof buf, "%.2f (%.2fx)", r->step_time_s * 1e3,
-                      base->step_time_s / r->step_time_s);
-      else
-        std::snprintf(buf, sizeof buf, "%.2f", r->step_time_s * 1e3);
-      std::printf(" %20s", buf);
-    }
-    std::printf("\n");
-  }
-  // Geometric-mean speed-up over the baseline, on entries where both are valid.
-  std::printf("\n%-66s", "geomean speed-up (entries valid under both)");
-  for (const auto& col : columns) {
-    const eval::GeoMean gm = eval::geomean_speedup(records, col, baseline);
-    char buf[32];
-    if (gm.n)
-      std::snprintf(buf, sizeof buf, "%.3fx (%d)", gm.value, gm.n);
-    else
-      std::snprintf(buf, sizeof buf, "-");
-    std::printf(" %20s", buf);
-  }
-  std::printf("\n%-66s", "geomean step / lower bound (valid entries)");
-  for (const auto& col : columns) {
-    double logsum = 0;
-    int n = 0;
-    for (size_t i = 0; i < entries.size(); ++i)
-      if (const eval::Record* r = find(i, col); r && r->valid() && r->lower_bound_s > 0) {
-        logsum += std::log(r->gap_to_bound());
-        ++n;
-      }
-    char buf[32];
-    if (n)
-      std::snprintf(buf, sizeof buf, "%.3f (%d)", std::exp(logsum / n), n);
-    else
-      std::snprintf(buf, sizeof buf, "-");
-    std::printf(" %20s", buf);
-  }
-  std::printf("\n%-66s", "total placement time (s)");
-  for (const auto& col : columns) {
-    double t = 0;
-    for (size_t i = 0; i < entries.size(); ++i)
-      if (const eval::Record* r = find(i, col)) t += r->wall_s;
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.3f", t);
-    std::printf(" %20s", buf);
-  }
-  std::printf("\n");
-  int invalid = 0;
-  for (size_t i = 0; i < entries.size(); ++i)
-    for (const auto& col : columns) {
-      const eval::Record* r = find(i, col);
-      if (!r || r->valid()) continue;
-      if (!invalid++) std::printf("\ninvalid placements:\n");
-      std::printf("  %s / %s: %s\n", entries[i].name.c_str(), col.c_str(), r->reason.c_str());
-    }
+  print_rows(c);
+  print_summary(c);
   return 0;
 }
 

@@ -123,6 +123,194 @@ struct TypeInfo {
   OpClass op_class = OpClass::other;
 };
 
+// The cluster's memory: the smallest capacity (the ratios' unit) and the total. InputError on
+// an empty cluster or a device without memory.
+struct Capacity {
+  double min = 0, total = 0;
+};
+Capacity capacity_of(const Cluster& c) {
+  if (c.devices.empty())
+    throw InputError("featurize: cluster '" + c.name + "' has no devices; expected at least one");
+  int64_t min_capacity = INT64_MAX;
+  Capacity cap;
+  for (const DeviceSpec& d : c.devices) {
+    if (d.memory_bytes <= 0)
+      throw InputError("featurize: cluster '" + c.name + "': device '" + d.name +
+                       "' has memory_bytes " + std::to_string(d.memory_bytes) +
+                       "; expected a positive capacity");
+    min_capacity = std::min(min_capacity, d.memory_bytes);
+    cap.total += static_cast<double>(d.memory_bytes);
+  }
+  cap.min = static_cast<double>(min_capacity);
+  return cap;
+}
+
+// The graph's structure as the features see it: deduplicated in-edges (src -> dst) grouped by
+// dst in dense order, each dst's sources in the order of its in-edges; per-op edge bytes over
+// all edges; topological positions and levels (longest path from a source, in edges).
+struct Structure {
+  std::vector<int32_t> src, dst;
+  std::vector<int64_t> in_ptr;
+  std::vector<int32_t> out_deg;
+  std::vector<double> in_bytes, out_bytes;
+  std::vector<int32_t> pos, level;
+  int32_t max_level = 0;
+};
+Structure structure_of(const Graph& g) {
+  const int32_t N = g.num_ops();
+  Structure s;
+  s.src.reserve(g.num_edges());
+  s.dst.reserve(g.num_edges());
+  s.in_ptr.assign(static_cast<size_t>(N) + 1, 0);
+  std::vector<int32_t> stamp(N, -1);
+  s.out_deg.assign(N, 0);
+  s.in_bytes.assign(N, 0);
+  s.out_bytes.assign(N, 0);
+  const auto& edges = g.edges();
+  for (int32_t v = 0; v < N; ++v) {
+    for (int64_t k = g.in_ptr()[v]; k < g.in_ptr()[v + 1]; ++k) {
+      const Edge& e = edges[g.in_edge_ids()[k]];
+      s.in_bytes[v] += static_cast<double>(e.bytes);
+      s.out_bytes[e.src] += static_cast<double>(e.bytes);
+      if (stamp[e.src] == v) continue;
+      stamp[e.src] = v;
+      s.src.push_back(e.src);
+      s.dst.push_back(v);
+      ++s.out_deg[e.src];
+    }
+    s.in_ptr[v + 1] = static_cast<int64_t>(s.src.size());
+  }
+  const std::vector<int32_t>& topo = g.topo_order();
+  s.pos.assign(N, 0);
+  s.level.assign(N, 0);
+  for (int32_t k = 0; k < N; ++k) {
+    const int32_t v = topo[k];
+    s.pos[v] = k;
+    int32_t l = 0;
+    for (int64_t j = s.in_ptr[v]; j < s.in_ptr[v + 1]; ++j) l = std::max(l, s.level[s.src[j]] + 1);
+    s.level[v] = l;
+    s.max_level = std::max(s.max_level, l);
+  }
+  return s;
+}
+
+// What the graph-level row sums over the ops.
+struct Totals {
+  double flops = 0, time = 0, param = 0, resident = 0, output = 0;
+  int64_t phase[3] = {0, 0, 0}, grouped = 0, measured = 0;
+};
+
+// One op's node row (every column but the stage coordinates); its cost-model time returned.
+double op_row(const Graph& g, int32_t v, const DeviceSpec& dev0, const CostModel& cost,
+              const Structure& st, const place::Units& units, const std::vector<int32_t>& unit_size,
+              const std::vector<double>& unit_resident, double cap, const TypeInfo& type,
+              float* row, Totals& sum) {
+  const int32_t N = g.num_ops();
+  const Op& op = g.op(v);
+  auto put = [row](int32_t col, double value) { row[col] = static_cast<float>(value); };
+  const int p = static_cast<int>(op.phase);
+  put(feat::phase_forward + p, 1);
+  ++sum.phase[p];
+  put(feat::class_matmul + static_cast<int32_t>(type.op_class), 1);
+
+  put(feat::num_outputs, std::log1p(static_cast<double>(op.outputs.size())) / kLn10);
+  if (!op.outputs.empty()) {
+    const auto& shape = op.outputs[0].shape;
+    put(feat::out_rank, static_cast<double>(std::min<size_t>(shape.size(), 8)) / 4);
+    for (size_t d = 0; d < shape.size() && d < 4; ++d)
+      put(feat::out_dim0 + static_cast<int32_t>(d),
+          log10p(static_cast<double>(std::max<int64_t>(shape[d], 0)), 1));
+  }
+
+  check_value(g, op, op.flops, "flops");
+  check_value(g, op, op.bytes_accessed, "bytes_accessed");
+  put(feat::flops, log10p(op.flops, kFlopUnit));
+  put(feat::bytes_accessed, log10p(op.bytes_accessed, kByteUnit));
+  sum.flops += op.flops;
+
+  // The measurement the cost model uses: this kind first, else "*".
+  const MeasuredTime* hit = nullptr;
+  for (const MeasuredTime& m : op.measured) {
+    check_value(g, op, m.time_s, "a measured time of");
+    if (m.device_kind == dev0.kind) {
+      if (!hit || hit->device_kind != dev0.kind) hit = &m;
+    } else if (m.device_kind == "*" && !hit) {
+      hit = &m;
+    }
+  }
+  if (hit) {
+    put(feat::measured_time, log10p(hit->time_s, kTimeUnit));
+    put(hit->device_kind == dev0.kind ? feat::measured_exact : feat::measured_any, 1);
+    ++sum.measured;
+  }
+  const double t = cost.op_time_s(op, dev0);
+  put(feat::cost_time, log10p(t, kTimeUnit));
+  sum.time += t;
+
+  const double param = static_cast<double>(op.param_bytes);
+  const double resident = static_cast<double>(op.resident_bytes());
+  const double output = static_cast<double>(op.output_bytes());
+  put(feat::param_bytes, log10p(param, kByteUnit));
+  put(feat::optimizer_bytes, log10p(static_cast<double>(op.optimizer_bytes), kByteUnit));
+  put(feat::output_bytes, log10p(output, kByteUnit));
+  put(feat::temp_bytes, log10p(static_cast<double>(op.temp_bytes), kByteUnit));
+  put(feat::resident_frac, std::min(resident / cap, kNodeFracCap));
+  put(feat::output_frac, std::min(output / cap, kNodeFracCap));
+  sum.param += param;
+  sum.resident += resident;
+  sum.output += output;
+
+  put(feat::in_degree, log10p(static_cast<double>(st.in_ptr[v + 1] - st.in_ptr[v]), 1));
+  put(feat::out_degree, log10p(static_cast<double>(st.out_deg[v]), 1));
+  put(feat::in_edge_bytes, log10p(st.in_bytes[v], kByteUnit));
+  put(feat::out_edge_bytes, log10p(st.out_bytes[v], kByteUnit));
+  put(feat::topo_pos, N > 1 ? static_cast<double>(st.pos[v]) / (N - 1) : 0.0);
+  put(feat::level, st.max_level > 0 ? static_cast<double>(st.level[v]) / st.max_level : 0.0);
+
+  const int32_t u = units.unit_of[v];
+  if (!op.colocation.empty()) {
+    put(feat::has_group, 1);
+    put(feat::group_size, std::log10(static_cast<double>(unit_size[u])));
+    ++sum.grouped;
+  }
+  put(feat::unit_resident_frac, std::min(unit_resident[u] / cap, kNodeFracCap));
+  return t;
+}
+
+// The graph-level row.
+nn::Tensor graph_row(const Graph& g, const Cluster& c, const Structure& st, const Totals& sum,
+                     const Capacity& cap, int32_t num_units, int32_t num_stage_ranks) {
+  const int32_t N = g.num_ops();
+  nn::Tensor t({1, kGraphFeatures});
+  float* gs = t.data();
+  auto gput = [gs](int32_t col, double value) { gs[col] = static_cast<float>(value); };
+  const double n = static_cast<double>(N);
+  const double ndev = static_cast<double>(c.num_devices());
+  auto frac = [n](double count) { return n > 0 ? count / n : 0.0; };
+  gput(feat::g_ops, log10p(n, 1));
+  gput(feat::g_edges, log10p(static_cast<double>(g.num_edges()), 1));
+  gput(feat::g_mean_degree, log10p(frac(static_cast<double>(st.src.size())), 1));
+  const double depth = N > 0 ? st.max_level + 1.0 : 0.0;
+  gput(feat::g_depth, log10p(depth, 1));
+  gput(feat::g_depth_frac, frac(depth));
+  gput(feat::g_flops, log10p(sum.flops, kFlopUnit));
+  gput(feat::g_cost_time, log10p(sum.time, kTimeUnit));
+  gput(feat::g_param_bytes, log10p(sum.param, kByteUnit));
+  gput(feat::g_resident_frac, std::min(sum.resident / cap.total, kGraphFracCap));
+  gput(feat::g_memory_frac, std::min((sum.resident + sum.output) / cap.total, kGraphFracCap));
+  gput(feat::g_devices, ndev / 8);
+  gput(feat::g_log_devices, log10p(ndev, 1));
+  gput(feat::g_frac_forward, frac(static_cast<double>(sum.phase[0])));
+  gput(feat::g_frac_backward, frac(static_cast<double>(sum.phase[1])));
+  gput(feat::g_frac_update, frac(static_cast<double>(sum.phase[2])));
+  gput(feat::g_frac_grouped, frac(static_cast<double>(sum.grouped)));
+  gput(feat::g_units_frac, frac(static_cast<double>(num_units)));
+  gput(feat::g_frac_measured, frac(static_cast<double>(sum.measured)));
+  gput(feat::g_device_memory, log10p(cap.min, 1e9));
+  gput(feat::g_stage_ranks, log10p(static_cast<double>(num_stage_ranks), 1));
+  return t;
+}
+
 }  // namespace
 
 NodeFeatures featurize(const Graph& g, const Cluster& c, const OpVocabulary& vocab) {
@@ -133,62 +321,12 @@ NodeFeatures featurize(const Graph& g, const Cluster& c, const OpVocabulary& voc
 NodeFeatures featurize(const Graph& g, const Cluster& c, const OpVocabulary& vocab,
                        const CostModel& cost) {
   if (!g.finalized()) throw InputError("featurize: graph '" + g.name + "' is not finalized");
-  if (c.devices.empty())
-    throw InputError("featurize: cluster '" + c.name + "' has no devices; expected at least one");
-  const DeviceSpec& dev0 = c.devices[0];
-  int64_t min_capacity = INT64_MAX;
-  double total_capacity = 0;
-  for (const DeviceSpec& d : c.devices) {
-    if (d.memory_bytes <= 0)
-      throw InputError("featurize: cluster '" + c.name + "': device '" + d.name +
-                       "' has memory_bytes " + std::to_string(d.memory_bytes) +
-                       "; expected a positive capacity");
-    min_capacity = std::min(min_capacity, d.memory_bytes);
-    total_capacity += static_cast<double>(d.memory_bytes);
-  }
-  const double cap = static_cast<double>(min_capacity);
-
+  const Capacity cap = capacity_of(c);
   const int32_t N = g.num_ops();
   NodeFeatures f;
   f.num_nodes = N;
-
-  // Deduplicated in-edges (src -> dst), grouped by dst in dense order, each dst's sources in
-  // the order of its in-edges; per-op edge bytes over all edges.
-  std::vector<int32_t> src, dst;
-  src.reserve(g.num_edges());
-  dst.reserve(g.num_edges());
-  std::vector<int64_t> in_ptr(static_cast<size_t>(N) + 1, 0);
-  std::vector<int32_t> stamp(N, -1), out_deg(N, 0);
-  std::vector<double> in_bytes(N, 0), out_bytes(N, 0);
-  const auto& edges = g.edges();
-  for (int32_t v = 0; v < N; ++v) {
-    for (int64_t k = g.in_ptr()[v]; k < g.in_ptr()[v + 1]; ++k) {
-      const Edge& e = edges[g.in_edge_ids()[k]];
-      in_bytes[v] += static_cast<double>(e.bytes);
-      out_bytes[e.src] += static_cast<double>(e.bytes);
-      if (stamp[e.src] == v) continue;
-      stamp[e.src] = v;
-      src.push_back(e.src);
-      dst.push_back(v);
-      ++out_deg[e.src];
-    }
-    in_ptr[v + 1] = static_cast<int64_t>(src.size());
-  }
-  const int64_t num_dedup_edges = static_cast<int64_t>(src.size());
-
-  // Topological position and level (longest path from a source, in edges).
-  const std::vector<int32_t>& topo = g.topo_order();
-  f.topo.assign(topo.begin(), topo.end());
-  std::vector<int32_t> pos(N), level(N, 0);
-  int32_t max_level = 0;
-  for (int32_t k = 0; k < N; ++k) {
-    const int32_t v = topo[k];
-    pos[v] = k;
-    int32_t l = 0;
-    for (int64_t j = in_ptr[v]; j < in_ptr[v + 1]; ++j) l = std::max(l, level[src[j]] + 1);
-    level[v] = l;
-    max_level = std::max(max_level, l);
-  }
+  const Structure st = structure_of(g);
+  f.topo.assign(g.topo_order().begin(), g.topo_order().end());
 
   // Colocation units: group sizes and resident bytes per unit.
   const place::Units units = place::Units::colocation(g);
@@ -201,89 +339,18 @@ NodeFeatures featurize(const Graph& g, const Cluster& c, const OpVocabulary& voc
 
   // Per type: vocabulary index and cost-model class, looked up once per distinct type.
   std::unordered_map<std::string_view, TypeInfo> type_info;
-
   f.x = nn::Tensor({N, kNodeFeatures});
   f.op_type.resize(N);
   float* x = f.x.data();
   std::vector<double> op_time(N);
-  double sum_flops = 0, sum_time = 0, sum_param = 0, sum_resident = 0, sum_output = 0;
-  int64_t n_phase[3] = {0, 0, 0}, n_grouped = 0, n_measured = 0;
+  Totals sum;
   for (int32_t v = 0; v < N; ++v) {
     const Op& op = g.op(v);
-    float* row = x + static_cast<int64_t>(v) * kNodeFeatures;
-    auto put = [row](int32_t col, double value) { row[col] = static_cast<float>(value); };
-
     auto [it, inserted] = type_info.try_emplace(op.type);
     if (inserted) it->second = TypeInfo{vocab.index(op.type), classify_op(op.type)};
     f.op_type[v] = it->second.vocab;
-
-    const int p = static_cast<int>(op.phase);
-    put(feat::phase_forward + p, 1);
-    ++n_phase[p];
-    put(feat::class_matmul + static_cast<int32_t>(it->second.op_class), 1);
-
-    put(feat::num_outputs, std::log1p(static_cast<double>(op.outputs.size())) / kLn10);
-    if (!op.outputs.empty()) {
-      const auto& shape = op.outputs[0].shape;
-      put(feat::out_rank, static_cast<double>(std::min<size_t>(shape.size(), 8)) / 4);
-      for (size_t d = 0; d < shape.size() && d < 4; ++d)
-        put(feat::out_dim0 + static_cast<int32_t>(d),
-            log10p(static_cast<double>(std::max<int64_t>(shape[d], 0)), 1));
-    }
-
-    check_value(g, op, op.flops, "flops");
-    check_value(g, op, op.bytes_accessed, "bytes_accessed");
-    put(feat::flops, log10p(op.flops, kFlopUnit));
-    put(feat::bytes_accessed, log10p(op.bytes_accessed, kByteUnit));
-    sum_flops += op.flops;
-
-    // The measurement the cost model uses: this kind first, else "*".
-    const MeasuredTime* hit = nullptr;
-    for (const MeasuredTime& m : op.measured) {
-      check_value(g, op, m.time_s, "a measured time of");
-      if (m.device_kind == dev0.kind) {
-        if (!hit || hit->device_kind != dev0.kind) hit = &m;
-      } else if (m.device_kind == "*" && !hit) {
-        hit = &m;
-      }
-    }
-    if (hit) {
-      put(feat::measured_time, log10p(hit->time_s, kTimeUnit));
-      put(hit->device_kind == dev0.kind ? feat::measured_exact : feat::measured_any, 1);
-      ++n_measured;
-    }
-    const double t = cost.op_time_s(op, dev0);
-    put(feat::cost_time, log10p(t, kTimeUnit));
-    op_time[v] = t;
-    sum_time += t;
-
-    const double param = static_cast<double>(op.param_bytes);
-    const double resident = static_cast<double>(op.resident_bytes());
-    const double output = static_cast<double>(op.output_bytes());
-    put(feat::param_bytes, log10p(param, kByteUnit));
-    put(feat::optimizer_bytes, log10p(static_cast<double>(op.optimizer_bytes), kByteUnit));
-    put(feat::output_bytes, log10p(output, kByteUnit));
-    put(feat::temp_bytes, log10p(static_cast<double>(op.temp_bytes), kByteUnit));
-    put(feat::resident_frac, std::min(resident / cap, kNodeFracCap));
-    put(feat::output_frac, std::min(output / cap, kNodeFracCap));
-    sum_param += param;
-    sum_resident += resident;
-    sum_output += output;
-
-    put(feat::in_degree, log10p(static_cast<double>(in_ptr[v + 1] - in_ptr[v]), 1));
-    put(feat::out_degree, log10p(static_cast<double>(out_deg[v]), 1));
-    put(feat::in_edge_bytes, log10p(in_bytes[v], kByteUnit));
-    put(feat::out_edge_bytes, log10p(out_bytes[v], kByteUnit));
-    put(feat::topo_pos, N > 1 ? static_cast<double>(pos[v]) / (N - 1) : 0.0);
-    put(feat::level, max_level > 0 ? static_cast<double>(level[v]) / max_level : 0.0);
-
-    const int32_t u = units.unit_of[v];
-    if (!op.colocation.empty()) {
-      put(feat::has_group, 1);
-      put(feat::group_size, std::log10(static_cast<double>(unit_size[u])));
-      ++n_grouped;
-    }
-    put(feat::unit_resident_frac, std::min(unit_resident[u] / cap, kNodeFracCap));
+    op_time[v] = op_row(g, v, c.devices[0], cost, st, units, unit_size, unit_resident, cap.min,
+                        it->second, x + static_cast<int64_t>(v) * kNodeFeatures, sum);
   }
 
   const place::StageCoordinates sc = place::stage_coordinates(g, op_time);
@@ -295,36 +362,8 @@ NodeFeatures featurize(const Graph& g, const Cluster& c, const OpVocabulary& voc
   }
   f.stage_rank = sc.rank;
   f.num_stage_ranks = sc.num_ranks;
-
-  f.adj = nn::make_adjacency(N, src, dst);
-
-  f.graph_stats = nn::Tensor({1, kGraphFeatures});
-  float* gs = f.graph_stats.data();
-  auto gput = [gs](int32_t col, double value) { gs[col] = static_cast<float>(value); };
-  const double n = static_cast<double>(N);
-  const double ndev = static_cast<double>(c.num_devices());
-  auto frac = [n](double count) { return n > 0 ? count / n : 0.0; };
-  gput(feat::g_ops, log10p(n, 1));
-  gput(feat::g_edges, log10p(static_cast<double>(g.num_edges()), 1));
-  gput(feat::g_mean_degree, log10p(frac(static_cast<double>(num_dedup_edges)), 1));
-  const double depth = N > 0 ? max_level + 1.0 : 0.0;
-  gput(feat::g_depth, log10p(depth, 1));
-  gput(feat::g_depth_frac, frac(depth));
-  gput(feat::g_flops, log10p(sum_flops, kFlopUnit));
-  gput(feat::g_cost_time, log10p(sum_time, kTimeUnit));
-  gput(feat::g_param_bytes, log10p(sum_param, kByteUnit));
-  gput(feat::g_resident_frac, std::min(sum_resident / total_capacity, kGraphFracCap));
-  gput(feat::g_memory_frac, std::min((sum_resident + sum_output) / total_capacity, kGraphFracCap));
-  gput(feat::g_devices, ndev / 8);
-  gput(feat::g_log_devices, log10p(ndev, 1));
-  gput(feat::g_frac_forward, frac(static_cast<double>(n_phase[0])));
-  gput(feat::g_frac_backward, frac(static_cast<double>(n_phase[1])));
-  gput(feat::g_frac_update, frac(static_cast<double>(n_phase[2])));
-  gput(feat::g_frac_grouped, frac(static_cast<double>(n_grouped)));
-  gput(feat::g_units_frac, frac(static_cast<double>(units.num_units())));
-  gput(feat::g_frac_measured, frac(static_cast<double>(n_measured)));
-  gput(feat::g_device_memory, log10p(cap, 1e9));
-  gput(feat::g_stage_ranks, log10p(static_cast<double>(sc.num_ranks), 1));
+  f.adj = nn::make_adjacency(N, st.src, st.dst);
+  f.graph_stats = graph_row(g, c, st, sum, cap, units.num_units(), sc.num_ranks);
   return f;
 }
 
