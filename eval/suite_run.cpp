@@ -361,10 +361,12 @@ Record record_from_json(const nlohmann::json& j, const std::string& source) {
   }
 }
 
-SuiteRunSummary run_suite(const SuiteRunSpec& spec_in, const std::string& dir,
-                          const SuiteRunUi& ui) {
-  // Options a column does not get from the command line come from the suite's
-  // "method_options" (by label), so the run's identity (run.json) holds what ran.
+namespace {
+
+// Options a column does not get from the command line come from the suite's "method_options"
+// (by label), so that the run's identity (run.json) holds what ran; every method and its
+// options checked before the directory is touched.
+SuiteRunSpec with_suite_options(const SuiteRunSpec& spec_in) {
   SuiteRunSpec spec = spec_in;
   const nlohmann::json suite_options = datasets::read_suite_spec(spec.suite_path).method_options;
   for (MethodSpec& m : spec.methods) {
@@ -374,19 +376,21 @@ SuiteRunSummary run_suite(const SuiteRunSpec& spec_in, const std::string& dir,
       m.options_source = spec.suite_path + ": method_options." + label;
     }
   }
-  // Every method and its options checked before the directory is touched.
   for (const MethodSpec& m : spec.methods)
     place::prepare(place::registry(), m.name, m.options, m.options_source);
-  // The run's identity first: a directory holds one run. Under MPI only rank 0 touches the
-  // directory; the other ranks learn whether it could (and stop with it when not).
-  const int rank = mpi_rank(), ranks = mpi_size();
-  const nlohmann::ordered_json run_json = spec.to_json();
+  return spec;
+}
+
+// The run's identity first: a directory holds one run. Under MPI only rank 0 touches the
+// directory; the other ranks learn whether it could (and stop with it when not).
+void set_up_dir(const std::string& dir, const nlohmann::ordered_json& run_json) {
+  const int ranks = mpi_size();
   const fs::path root(dir);
   const fs::path run_path = root / "run.json";
-  std::error_code ec;
   std::string setup_error;
-  if (rank == 0) {
+  if (mpi_rank() == 0) {
     try {
+      std::error_code ec;
       if (fs::exists(run_path)) {
         const nlohmann::json old = nlohmann::json::parse(read_text_file(run_path.string()));
         const std::string diff = first_difference(nlohmann::json(run_json), old);
@@ -405,15 +409,70 @@ SuiteRunSummary run_suite(const SuiteRunSpec& spec_in, const std::string& dir,
       if (ranks == 1) throw;
     }
   }
-#ifdef GDP_HAVE_MPI
   if (ranks > 1) {
-    int ok = setup_error.empty() ? 1 : 0;
-    MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    if (!ok)
-      throw UsageError(rank == 0 ? setup_error
-                                 : "rank 0 could not set up " + dir + " (see its message)");
+    double ok = setup_error.empty() ? 1 : 0;
+    mpi_broadcast(&ok, 1, 0);
+    if (ok == 0)
+      throw UsageError(mpi_rank() == 0 ? setup_error
+                                       : "rank 0 could not set up " + dir + " (see its message)");
   }
-#endif
+}
+
+// The outputs from every cell file, in grid order: results.json, results.csv, report.md, and
+// a trace of each graph's best valid placement (the Gantt chart's input).
+void write_outputs(const SuiteRunSpec& spec, const fs::path& root,
+                   const nlohmann::ordered_json& run_json,
+                   const std::vector<datasets::SuiteEntry>& entries, const CostModel& cost) {
+  std::vector<Record> records;
+  std::vector<std::vector<int32_t>> placements;
+  for (const auto& e : entries)
+    for (const MethodSpec& m : spec.methods)
+      for (uint64_t s : spec.seeds) {
+        const std::string label = m.label.empty() ? m.name : m.label;
+        const fs::path p = root / "cells" / (cell_stem(e.name, label, s) + ".json");
+        if (!fs::exists(p)) continue;  // a cell that failed to write: reported as missing
+        StrictJson sj(p.string());
+        const nlohmann::json cj = sj.parse(read_text_file(p.string()));
+        sj.check_header(cj, "gdp-suite-cell", kCellVersion);
+        records.push_back(record_from_json(cj.at("record"), p.string()));
+        placements.push_back(cj.at("placement").get<std::vector<int32_t>>());
+      }
+  nlohmann::ordered_json rj;
+  rj["format"] = "gdp-suite-results";
+  rj["version"] = 1;
+  rj["run"] = run_json;
+  nlohmann::ordered_json recs = nlohmann::ordered_json::array();
+  for (const Record& r : records) recs.push_back(record_json(r));
+  rj["records"] = std::move(recs);
+  write_text_file_atomic((root / "results.json").string(), rj.dump(1) + "\n");
+  write_text_file_atomic((root / "results.csv").string(), results_csv(records));
+  write_text_file_atomic((root / "report.md").string(), report_md(spec, records));
+  for (const auto& e : entries) {
+    int best = -1;
+    for (size_t k = 0; k < records.size(); ++k)
+      if (records[k].graph == e.name && records[k].valid() &&
+          static_cast<int32_t>(placements[k].size()) == e.graph.num_ops() &&
+          (best < 0 || records[k].step_time_s < records[best].step_time_s))
+        best = static_cast<int>(k);
+    if (best < 0) continue;
+    SimOptions so;
+    so.record_trace = true;
+    Simulator sim(e.graph, e.cluster, cost, so);
+    const SimResult res = sim.run(Placement{placements[best]});
+    write_text_file_atomic((root / "traces" / (safe_name(e.name) + ".json")).string(),
+                           trace_to_chrome_json(res, e.cluster));
+  }
+}
+
+}  // namespace
+
+SuiteRunSummary run_suite(const SuiteRunSpec& spec_in, const std::string& dir,
+                          const SuiteRunUi& ui) {
+  const SuiteRunSpec spec = with_suite_options(spec_in);
+  const int rank = mpi_rank(), ranks = mpi_size();
+  const nlohmann::ordered_json run_json = spec.to_json();
+  const fs::path root(dir);
+  set_up_dir(dir, run_json);
 
   CostModel cost =
       spec.profile_path.empty() ? CostModel() : CostModel::from_json_file(spec.profile_path);
@@ -423,6 +482,8 @@ SuiteRunSummary run_suite(const SuiteRunSpec& spec_in, const std::string& dir,
     mpi_worker(entries, spec, cost);
     return SuiteRunSummary{};
   }
+#else
+  (void)rank;
 #endif
 
   Spec es;
@@ -487,49 +548,7 @@ SuiteRunSummary run_suite(const SuiteRunSpec& spec_in, const std::string& dir,
   if (!write_errors.empty())
     throw InputError(dir + ": " + std::to_string(write_errors.size()) +
                      " cell file(s) could not be written; the first: " + write_errors.front());
-
-  // Outputs from every cell file, in grid order.
-  std::vector<Record> records;
-  std::vector<std::vector<int32_t>> placements;
-  for (const auto& e : entries)
-    for (const MethodSpec& m : spec.methods)
-      for (uint64_t s : spec.seeds) {
-        const std::string label = m.label.empty() ? m.name : m.label;
-        const fs::path p = cell_path(e.name, label, s);
-        if (!fs::exists(p)) continue;  // a cell that failed to write: reported as missing
-        StrictJson sj(p.string());
-        const nlohmann::json cj = sj.parse(read_text_file(p.string()));
-        sj.check_header(cj, "gdp-suite-cell", kCellVersion);
-        records.push_back(record_from_json(cj.at("record"), p.string()));
-        placements.push_back(cj.at("placement").get<std::vector<int32_t>>());
-      }
-  nlohmann::ordered_json rj;
-  rj["format"] = "gdp-suite-results";
-  rj["version"] = 1;
-  rj["run"] = run_json;
-  nlohmann::ordered_json recs = nlohmann::ordered_json::array();
-  for (const Record& r : records) recs.push_back(record_json(r));
-  rj["records"] = std::move(recs);
-  write_text_file_atomic((root / "results.json").string(), rj.dump(1) + "\n");
-  write_text_file_atomic((root / "results.csv").string(), results_csv(records));
-  write_text_file_atomic((root / "report.md").string(), report_md(spec, records));
-
-  // A trace of each graph's best valid placement (the Gantt chart's input).
-  for (const auto& e : entries) {
-    int best = -1;
-    for (size_t k = 0; k < records.size(); ++k)
-      if (records[k].graph == e.name && records[k].valid() &&
-          static_cast<int32_t>(placements[k].size()) == e.graph.num_ops() &&
-          (best < 0 || records[k].step_time_s < records[best].step_time_s))
-        best = static_cast<int>(k);
-    if (best < 0) continue;
-    SimOptions so;
-    so.record_trace = true;
-    Simulator sim(e.graph, e.cluster, cost, so);
-    const SimResult res = sim.run(Placement{placements[best]});
-    write_text_file_atomic((root / "traces" / (safe_name(e.name) + ".json")).string(),
-                           trace_to_chrome_json(res, e.cluster));
-  }
+  write_outputs(spec, root, run_json, entries, cost);
   return sum;
 }
 
