@@ -71,7 +71,7 @@ int cmd_train(int argc, char** argv) {
         "ckpt-<iteration>.bin, atomic) and summary.json (docs/policy.md).\n"
         "  --method M      gdp (default), hdp (one graph) or placeto (one graph or a suite)\n"
         "  --options O     hdp, placeto: the method's options (gdp place --list), JSON or a file\n"
-        "  --config F      gdp: training configuration JSON (rl/gdp/trainer.h; docs/policy.md);\n"
+        "  --config F      gdp: training configuration JSON (rl/gdp/config.h; docs/policy.md);\n"
         "                  its regime defaults to transfer with --suite, search otherwise\n"
         "  --checkpoint-every N  iterations between checkpoints (default: gdp's config, hdp 100,\n"
         "                  placeto 1; 0 = only at the end)\n"

@@ -1,6 +1,7 @@
 // Baechi's options shared by m-TOPO, m-ETF and m-SCT, and the plan's simulation
 // (place/baechi.h). The machinery is split by concept: baechi_groups.cpp, baechi_memory.cpp,
-// baechi_topo.cpp, baechi_schedule.cpp, baechi_lp.cpp.
+// baechi_topo_plan.cpp, baechi_schedule.cpp, baechi_lp.cpp; the methods are baechi_topo.cpp,
+// baechi_etf.cpp and baechi_sct.cpp.
 #include "place/baechi.h"
 
 #include <algorithm>

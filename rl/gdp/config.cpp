@@ -220,7 +220,8 @@ nlohmann::ordered_json TrainConfig::to_json() const {
   j["ppo"] = write_keys(ppo_keys(), ppo);
   j["ppo"]["baseline"] = baseline_name(ppo.baseline);
   j["reward"] = write_keys(reward_keys(), reward);
-  for (auto& [k, v] : write_keys(train_keys(), *this).items()) j[k] = v;
+  const nlohmann::ordered_json scalars = write_keys(train_keys(), *this);
+  for (const auto& [k, v] : scalars.items()) j[k] = v;
   j["warm_start"] = warm_start;
   j["elite"] = write_keys(elite_keys(), elite);
   j["explore"] = write_keys(explore_keys(), explore);

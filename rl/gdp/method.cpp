@@ -130,7 +130,7 @@ void gdp_places(place::Registry& r) {
        place::integer_option("samples", 63, 0, int64_t{1} << 30,
                              "zero-shot: the best of the greedy placement and N samples"),
        place::boolean_option("fine_tune", false, "train from the checkpoint within the budget"),
-       place::object_option("config", "training configuration (rl/gdp/trainer.h TrainConfig)")},
+       place::object_option("config", "training configuration (rl/gdp/config.h TrainConfig)")},
       true,
       [](const place::Options& o) { return std::make_unique<GdpPlacer>(o); }});
   r.add(gdp_anneal_method());

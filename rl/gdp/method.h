@@ -12,7 +12,7 @@ namespace gdp::rl {
 void gdp_places(place::Registry& r);
 // "gdp-anneal" alone (rl/gdp/guided.cpp).
 place::MethodInfo gdp_anneal_method();
-// The learner of `gdp train` (rl/gdp/load.cpp): PPO over a TrainConfig (rl/gdp/trainer.h).
+// The learner of `gdp train` (rl/gdp/learner.cpp): PPO over a TrainConfig (rl/gdp/config.h).
 LearnerMethod gdp_learner();
 
 }  // namespace gdp::rl

@@ -196,7 +196,8 @@ void train(const LearnerRegistry& learners, const RunSpec& spec_in, const std::s
       spec, train_graphs(*m), m->cost, spec.options_source.empty() ? "train" : spec.options_source});
   if (mpi_rank() == 0) {
     nlohmann::ordered_json config = run_spec_to_json(spec);
-    for (auto& [k, v] : t->config_json().items()) config[k] = v;
+    const nlohmann::ordered_json own = t->config_json();
+    for (const auto& [k, v] : own.items()) config[k] = v;
     fs::create_directories(dir);
     write_text_file_atomic((fs::path(dir) / "config.json").string(), config.dump(2) + "\n");
     write_text_file_atomic((fs::path(dir) / "log.csv").string(), log_header(m->graphs.size() > 1));
