@@ -173,6 +173,14 @@ int64_t FramedLearner::load(const std::string& dir) {
   return sj.integer(j, "log_bytes", "");
 }
 
+std::string checkpoint_path(const std::string& dir) {
+  const std::string path = (fs::path(dir) / "state.json").string();
+  StrictJson sj(path);
+  const nlohmann::json j = sj.parse(read_text_file(path));
+  sj.check_header(j, "gdp-train-state", 1);
+  return (fs::path(dir) / sj.string(j, "checkpoint", "")).string();
+}
+
 // ---- RunLearner ----
 
 RunLearner::RunLearner(std::vector<TrainGraph> graphs, const CostModel& cost,

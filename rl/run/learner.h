@@ -156,6 +156,10 @@ class FramedLearner : public Learner {
   std::chrono::steady_clock::time_point start_;
 };
 
+// The checkpoint file a run directory's state.json names (its path), for reading a trained
+// policy's parameters back (rl/run/run_dir.h load_parameters). InputError naming state.json.
+std::string checkpoint_path(const std::string& dir);
+
 // The reference placement of a problem: human, else single, else round-robin, the first whose
 // simulation is valid (not counted as a sample). Throws InputError naming `graph_name` when
 // none is.

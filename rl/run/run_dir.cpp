@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/io.h"
 #include "nn/checkpoint.h"
+#include "rl/run/learner.h"
 
 namespace gdp::rl {
 
@@ -108,14 +109,7 @@ RunPath resolve_run_path(const std::string& path) {
 }
 
 void load_parameters(const std::string& dir, nn::ParameterBuffer& params, const std::string& bin) {
-  std::string file = bin;
-  if (file.empty()) {
-    const std::string state_path = (fs::path(dir) / "state.json").string();
-    StrictJson sj(state_path);
-    const nlohmann::json st = sj.parse(read_text_file(state_path));
-    sj.check_header(st, "gdp-train-state", 1);
-    file = (fs::path(dir) / sj.string(st, "checkpoint", "")).string();
-  }
+  const std::string file = bin.empty() ? checkpoint_path(dir) : bin;
   try {
     nn::load_checkpoint(file, params, nullptr);
   } catch (const std::runtime_error& e) {
