@@ -4,11 +4,14 @@
 # python3-torch and python3-numpy) with what Debian does not package: Gymnasium, for
 # gdp.env and its tests (docs/python.md). Idempotent: skips apt-get when every package is
 # installed and pip when .venv already has the pinned versions. Run as root (or with sudo).
+# clang, libclang-rt-dev (libFuzzer's runtime, only recommended by clang) and libomp-dev
+# (clang's OpenMP) build the fuzz targets (scripts/run_fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pkgs=(build-essential cmake libeigen3-dev nlohmann-json3-dev catch2 libbenchmark-dev
       libmetis-dev libglpk-dev openmpi-bin libopenmpi-dev python3 python3-matplotlib python3-torch python3-numpy
-      python3-dev pybind11-dev python3-torchvision python3-venv libopenblas0-pthread clang-format)
+      python3-dev pybind11-dev python3-torchvision python3-venv libopenblas0-pthread clang-format
+      clang libclang-rt-dev libomp-dev)
 # PyPI packages of .venv, pinned (a new release cannot change what the tests check).
 venv_pkgs=(gymnasium==1.0.0)
 
