@@ -15,8 +15,8 @@
 #include "cli/commands.h"
 #include "cli/method_columns.h"
 #include "core/io.h"
-#include "core/mpi.h"
 #include "core/json_strict.h"
+#include "core/mpi.h"
 #include "eval/suite_run.h"
 
 namespace gdp::cli {

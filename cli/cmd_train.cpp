@@ -1,6 +1,6 @@
-// `gdp train`: trains a learned placer (rl/run/session.h; GDP with PPO by default): on one graph (GDP-one), on every
-// graph of a suite (GDP-batch, pre-training), from another run's policy (--init: fine-tuning),
-// or continues a killed run (--resume).
+// `gdp train`: trains a learned placer (rl/run/session.h; GDP with PPO by default): on one graph
+// (GDP-one), on every graph of a suite (GDP-batch, pre-training), from another run's policy
+// (--init: fine-tuning), or continues a killed run (--resume).
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -8,8 +8,8 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "core/io.h"
-#include "core/mpi.h"
 #include "core/json_strict.h"
+#include "core/mpi.h"
 #include "eval/suite_run.h"
 #include "place/options.h"
 #include "rl/methods.h"
@@ -109,7 +109,8 @@ int cmd_train(int argc, char** argv) {
       if (a.has(f))
         throw UsageError(std::string("--resume takes the run's own settings; drop ") + f);
     const std::string dir = a.get("--resume");
-    rl::resume(rl::learners(), dir, quiet ? rl::IterationFn() : printer(place::Budget()), iterations);
+    rl::resume(rl::learners(), dir, quiet ? rl::IterationFn() : printer(place::Budget()),
+               iterations);
     if (mpi.rank == 0) std::printf("%s: resumed and finished (summary.json)\n", dir.c_str());
     return 0;
   }

@@ -203,7 +203,8 @@ void StrictJson::check_keys_in(const nlohmann::json& obj, const std::string& pat
     }
   }
   for (size_t i = 0; i < num_required; ++i)
-    if (!(found >> i & 1)) fail(json_path(path, std::string(names[i]).c_str()), "missing required key");
+    if (!(found >> i & 1))
+      fail(json_path(path, std::string(names[i]).c_str()), "missing required key");
   if (unknown) {
     std::string allowed;
     for (size_t i = 0; i < num_names; ++i)

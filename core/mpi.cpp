@@ -20,10 +20,10 @@ bool mpi_on() {
   MPI_Finalized(&fin);
   return init && !fin;
 }
-#endif
 
 // MPI counts are ints: large buffers go in chunks.
 constexpr int64_t kChunk = std::numeric_limits<int>::max() / 2;
+#endif
 
 }  // namespace
 

@@ -1,7 +1,5 @@
 // Baechi's placement groups (colocation, co-placement preprocessing) and distinct tensors
 // (place/baechi.h).
-#include "place/baechi.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -13,6 +11,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "place/baechi.h"
 #include "place/baechi_detail.h"
 
 namespace gdp::place::baechi {

@@ -1,22 +1,21 @@
 // m-SCT's favourite children: Hanen & Munier's LP relaxation through GLPK, and the
 // transfer-size approximation (place/baechi.h, favourite_children).
-#include "place/baechi.h"
-
 #include <glpk.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csetjmp>
 #include <cstdio>
 #include <limits>
+#include <mutex>
 #include <queue>
 #include <set>
 #include <stdexcept>
 #include <string_view>
 #include <unordered_map>
-#include <csetjmp>
-#include <mutex>
 
+#include "place/baechi.h"
 #include "place/baechi_detail.h"
 
 namespace gdp::place::baechi {

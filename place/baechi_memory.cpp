@@ -1,6 +1,4 @@
 // Baechi's per-device memory account in its three modes (place/baechi.h, Memory).
-#include "place/baechi.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -12,6 +10,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "place/baechi.h"
 #include "place/baechi_detail.h"
 
 namespace gdp::place::baechi {

@@ -1,6 +1,4 @@
 // The ETF / SCT list scheduler behind m-ETF and m-SCT (place/baechi.h, list_schedule).
-#include "place/baechi.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -12,6 +10,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "place/baechi.h"
 #include "place/baechi_detail.h"
 
 namespace gdp::place::baechi {

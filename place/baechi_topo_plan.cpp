@@ -1,7 +1,5 @@
 // m-TOPO's plan: topological order filling the devices up to a memory share (place/baechi.h;
 // the method itself is place/baechi_topo.cpp).
-#include "place/baechi.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -13,6 +11,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "place/baechi.h"
 #include "place/baechi_detail.h"
 
 namespace gdp::place::baechi {

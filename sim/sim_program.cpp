@@ -192,15 +192,14 @@ void build_bounds(SimProgram& p, const Scratch& x) {
 void pack(SimProgram& p, const Scratch& x) {
   p.op_info.resize(p.num_ops);
   for (int32_t i = 0; i < p.num_ops; ++i)
-    p.op_info[i] = OpInfo{x.in_ptr[i],         x.in_ptr[i + 1],    p.tensor_ptr[i],
-                                      p.tensor_ptr[i + 1], x.alloc_bytes[i], x.temp_bytes[i]};
+    p.op_info[i] = OpInfo{x.in_ptr[i],         x.in_ptr[i + 1],  p.tensor_ptr[i],
+                          p.tensor_ptr[i + 1], x.alloc_bytes[i], x.temp_bytes[i]};
   p.in_slot.resize(p.num_edges);
-  for (int32_t s = 0; s < p.num_edges; ++s)
-    p.in_slot[s] = InSlot{x.in_tensor[s], x.in_edge[s]};
+  for (int32_t s = 0; s < p.num_edges; ++s) p.in_slot[s] = InSlot{x.in_tensor[s], x.in_edge[s]};
   p.tensor_info.resize(p.num_tensors);
   for (int32_t t = 0; t < p.num_tensors; ++t)
-    p.tensor_info[t] = TensorInfo{x.cons_ptr[t], x.cons_ptr[t + 1], x.tensor_bytes[t],
-                                              x.xfer_bytes[t]};
+    p.tensor_info[t] =
+        TensorInfo{x.cons_ptr[t], x.cons_ptr[t + 1], x.tensor_bytes[t], x.xfer_bytes[t]};
 }
 
 // Links and routes.

@@ -1,12 +1,12 @@
 // TrainConfig's regimes and JSON (rl/gdp/config.h).
 #include "rl/gdp/config.h"
 
+#include <initializer_list>
+#include <variant>
+
 #include "core/error.h"
 #include "core/json_strict.h"
 #include "place/registry.h"
-
-#include <initializer_list>
-#include <variant>
 
 namespace gdp::rl {
 
@@ -38,10 +38,10 @@ void read_keys(const StrictJson& sj, const nlohmann::json& j, const std::vector<
   for (const Key<S>& k : keys) {
     if (!j.contains(k.name)) continue;
     if (auto m = std::get_if<int32_t S::*>(&k.member))
-      s.**m = static_cast<int32_t>(sj.integer(j, k.name, "", static_cast<int64_t>(k.lo),
-                                              static_cast<int64_t>(k.hi)));
+      s.** m = static_cast<int32_t>(
+          sj.integer(j, k.name, "", static_cast<int64_t>(k.lo), static_cast<int64_t>(k.hi)));
     else if (auto d = std::get_if<double S::*>(&k.member))
-      s.**d = sj.number(j, k.name, "", k.lo, k.hi);
+      s.** d = sj.number(j, k.name, "", k.lo, k.hi);
     else
       s.*std::get<bool S::*>(k.member) = sj.boolean(j, k.name, "");
   }
@@ -50,8 +50,7 @@ void read_keys(const StrictJson& sj, const nlohmann::json& j, const std::vector<
 template <typename S>
 nlohmann::ordered_json write_keys(const std::vector<Key<S>>& keys, const S& s) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
-  for (const Key<S>& k : keys)
-    std::visit([&](auto m) { j[k.name] = s.*m; }, k.member);
+  for (const Key<S>& k : keys) std::visit([&](auto m) { j[k.name] = s.*m; }, k.member);
   return j;
 }
 
@@ -59,8 +58,8 @@ nlohmann::ordered_json write_keys(const std::vector<Key<S>>& keys, const S& s) {
 // keys the caller reads itself. Returns the section (an empty object when absent).
 template <typename S>
 const nlohmann::json& read_section(const StrictJson& sj, const nlohmann::json& j, const char* name,
-                                   const std::string& source, const std::vector<Key<S>>& keys,
-                                   S& s, std::initializer_list<const char*> more = {}) {
+                                   const std::string& source, const std::vector<Key<S>>& keys, S& s,
+                                   std::initializer_list<const char*> more = {}) {
   static const nlohmann::json kEmpty = nlohmann::json::object();
   if (!j.contains(name)) return kEmpty;
   const nlohmann::json& o = sj.object(j, name, "");
@@ -95,11 +94,13 @@ const std::vector<Key<EliteConfig>>& elite_keys() {
 
 const std::vector<Key<ExploreConfig>>& explore_keys() {
   using S = ExploreConfig;
-  static const std::vector<Key<S>> k = {
-      {"local_fraction", &S::local_fraction, 0, 1}, {"block_fraction", &S::block_fraction, 0, 1},
-      {"uniform_mix", &S::uniform_mix, 0, 1},       {"p_run", &S::p_run, 0, 1},
-      {"p_block", &S::p_block, 0, 1},               {"p_boundary", &S::p_boundary, 0, 1},
-      {"p_scope", &S::p_scope, 0, 1}};
+  static const std::vector<Key<S>> k = {{"local_fraction", &S::local_fraction, 0, 1},
+                                        {"block_fraction", &S::block_fraction, 0, 1},
+                                        {"uniform_mix", &S::uniform_mix, 0, 1},
+                                        {"p_run", &S::p_run, 0, 1},
+                                        {"p_block", &S::p_block, 0, 1},
+                                        {"p_boundary", &S::p_boundary, 0, 1},
+                                        {"p_scope", &S::p_scope, 0, 1}};
   return k;
 }
 

@@ -20,10 +20,10 @@
 #include "nn/autograd.h"
 #include "place/anneal.h"
 #include "place/registry.h"
-#include "rl/gdp/ppo.h"
-#include "rl/gdp/pretrained.h"
 #include "rl/gdp/load.h"
 #include "rl/gdp/method.h"
+#include "rl/gdp/ppo.h"
+#include "rl/gdp/pretrained.h"
 
 namespace gdp::rl {
 

@@ -3,6 +3,8 @@
 // and N samples) or fine-tunes from it within the budget; with checkpoint "none" it trains a
 // fresh policy on the problem within the run's budget (GDP-one) and returns the best
 // placement it simulated.
+#include "rl/gdp/method.h"
+
 #include <cmath>
 #include <limits>
 
@@ -10,10 +12,9 @@
 #include "nn/autograd.h"
 #include "place/registry.h"
 #include "place/repair.h"
+#include "rl/gdp/load.h"
 #include "rl/gdp/pretrained.h"
 #include "rl/gdp/trainer.h"
-#include "rl/gdp/load.h"
-#include "rl/gdp/method.h"
 
 namespace gdp::rl {
 

@@ -243,7 +243,6 @@ std::vector<int32_t> unit_actions(const Placement& p, const PolicyInput& in) {
   return a;
 }
 
-
 Placement placement_of(const place::Units& units, const std::vector<int32_t>& actions, int32_t k) {
   const size_t U = static_cast<size_t>(units.num_units());
   return units.expand(std::vector<int32_t>(actions.begin() + k * U, actions.begin() + (k + 1) * U));

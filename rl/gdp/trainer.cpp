@@ -12,11 +12,11 @@
 #include "core/error.h"
 #include "core/io.h"
 #include "core/json_strict.h"
+#include "core/mpi.h"
 #include "nn/checkpoint.h"
 #include "nn/graph_ops.h"
 #include "nn/ops.h"
 #include "place/registry.h"
-#include "core/mpi.h"
 #include "rl/run/stats.h"
 
 namespace gdp::rl {
@@ -226,9 +226,9 @@ Trainer::Iteration Trainer::plan_iteration() const {
   it.K_on = it.K - it.K_local;
   it.ppo = config_.ppo;
   it.ppo.entropy_coef *= linear_decay(iteration_, config_.entropy_decay_iterations);
-  it.elite_w = config_.elite.size > 0 ? config_.elite.weight *
-                                            linear_decay(iteration_, config_.elite.decay_iterations)
-                                      : 0.0;
+  it.elite_w = config_.elite.size > 0
+                   ? config_.elite.weight * linear_decay(iteration_, config_.elite.decay_iterations)
+                   : 0.0;
   it.reuse_first = config_.minibatches == 1;
   return it;
 }

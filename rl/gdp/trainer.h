@@ -150,12 +150,12 @@ class Trainer : public FramedLearner {
     std::vector<int32_t> elites;   // (elites * U)
   };
   struct Sampled {
-    nn::Var logits;                      // the sampling pass (with its tape when reused)
-    nn::Tensor host;                     // its logits on the host
-    Batch batch;                         // the on-policy samples and their advantages
-    std::vector<int32_t> local;          // (K_local * U) local proposals
-    std::vector<Placement> placements;   // (K) on-policy first
-    std::vector<double> step_s;          // (K) their simulated step times
+    nn::Var logits;                     // the sampling pass (with its tape when reused)
+    nn::Tensor host;                    // its logits on the host
+    Batch batch;                        // the on-policy samples and their advantages
+    std::vector<int32_t> local;         // (K_local * U) local proposals
+    std::vector<Placement> placements;  // (K) on-policy first
+    std::vector<double> step_s;         // (K) their simulated step times
   };
   Iteration plan_iteration() const;
   void sample(GraphState& st, const Iteration& it, Sampled& s, IterationStats& row);
@@ -170,7 +170,7 @@ class Trainer : public FramedLearner {
   double apply_update();  // allreduce, clip, Adam; returns the gradient norm
   double more_epochs(const Iteration& it, const std::vector<Sampled>& sampled,
                      std::vector<IterationStats>& rows);  // NaN when there are none
-  void lap(double& into);  // adds the time since tick_ to `into`
+  void lap(double& into);                                 // adds the time since tick_ to `into`
   void run_warm_start(GraphState& st);  // TrainConfig::warm_start: heuristics run and counted
   void imitate();  // the warm start (TrainConfig::imitation_steps), timed into times_
 

@@ -1,12 +1,13 @@
 // "hdp": the hierarchical device placer of Mirhoseini et al. (2018) as a place/ method. It
 // trains a fresh grouper + seq2seq placer by REINFORCE on the problem within the run's budget
 // (rl/hdp/hdp.h) and returns the best placement it simulated.
+#include "rl/hdp/method.h"
+
 #include <cstdio>
 #include <memory>
 
 #include "core/error.h"
 #include "rl/hdp/hdp.h"
-#include "rl/hdp/method.h"
 
 namespace gdp::rl {
 

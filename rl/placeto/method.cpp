@@ -1,11 +1,12 @@
 // The Placeto baseline as a place/ method ("placeto"): trains a fresh policy on the problem
 // within the run's sample budget (rl/placeto/placeto.h) and returns the best placement it
 // simulated.
+#include "rl/placeto/method.h"
+
 #include <cstdio>
 #include <memory>
 
 #include "core/error.h"
-#include "rl/placeto/method.h"
 #include "rl/placeto/placeto.h"
 
 namespace gdp::rl {

@@ -152,8 +152,8 @@ int64_t FramedLearner::load(const std::string& dir) {
   StrictJson sj(path);
   const nlohmann::json j = sj.parse(read_text_file(path));
   sj.check_header(j, "gdp-train-state", 1);
-  std::vector<std::string> keys = {"format", "version",   "iteration", "checkpoint",
-                                   "seed",   "wall_s",    "log_bytes", "graphs"};
+  std::vector<std::string> keys = {"format", "version", "iteration", "checkpoint",
+                                   "seed",   "wall_s",  "log_bytes", "graphs"};
   for (const std::string& k : model_keys()) keys.push_back(k);
   sj.check_keys(j, "", keys, {});
   const nlohmann::json& js = j.at("seed");

@@ -17,9 +17,8 @@ constexpr int kRunVersion = 1;
 
 const std::vector<std::string>& run_keys() {
   static const std::vector<std::string> k = {
-      "format", "version", "graph",  "cluster", "suite",          "profile",
-      "init",   "seed",    "device", "budget",  "max_iterations", "method",
-      "checkpoint_every"};
+      "format", "version", "graph",  "cluster",        "suite",  "profile",         "init",
+      "seed",   "device",  "budget", "max_iterations", "method", "checkpoint_every"};
   return k;
 }
 

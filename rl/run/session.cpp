@@ -192,8 +192,9 @@ void train(const LearnerRegistry& learners, const RunSpec& spec_in, const std::s
   check_ranks(method, "run");
   auto m = materialize(spec);
   spec.budget = effective_budget(spec, m->graphs.size());
-  std::unique_ptr<Learner> t = method.make(LearnerArgs{
-      spec, train_graphs(*m), m->cost, spec.options_source.empty() ? "train" : spec.options_source});
+  std::unique_ptr<Learner> t =
+      method.make(LearnerArgs{spec, train_graphs(*m), m->cost,
+                              spec.options_source.empty() ? "train" : spec.options_source});
   if (mpi_rank() == 0) {
     nlohmann::ordered_json config = run_spec_to_json(spec);
     const nlohmann::ordered_json own = t->config_json();

@@ -69,8 +69,8 @@ inline rl::TrainConfig tiny_config() {
 // A GDP-one session on one graph file on v100x2-nvlink: `config` (the tiny one by default),
 // checkpoints every 2 iterations, `samples` in the budget, seed 5.
 inline rl::RunSpec one_graph_spec(const std::filesystem::path& graph_file, int64_t samples,
-                                      const rl::TrainConfig& config = tiny_config(),
-                                      uint64_t seed = 5) {
+                                  const rl::TrainConfig& config = tiny_config(),
+                                  uint64_t seed = 5) {
   rl::RunSpec s;
   s.graph_path = graph_file.string();
   s.cluster = "v100x2-nvlink";

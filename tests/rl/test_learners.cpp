@@ -1,7 +1,7 @@
-// The learned baselines in `gdp train` sessions (rl/hdp/learner.cpp, rl/placeto/learner.cpp, rl/run/session.h): HDP and Placeto
-// runs are deterministic, a stopped run resumes into the uninterrupted one (log, best
-// placements, summary), Placeto trains one policy across a suite and places an unseen graph
-// zero-shot from the run, and wrong combinations are clear errors.
+// The learned baselines in `gdp train` sessions (rl/hdp/learner.cpp, rl/placeto/learner.cpp,
+// rl/run/session.h): HDP and Placeto runs are deterministic, a stopped run resumes into the
+// uninterrupted one (log, best placements, summary), Placeto trains one policy across a suite and
+// places an unseen graph zero-shot from the run, and wrong combinations are clear errors.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -157,7 +157,8 @@ TEST_CASE("rl/session: wrong methods, options and runs are clear errors", "[rl]"
   CHECK_FALSE(fs::exists(dir / "a" / "config.json"));
   s = placeto_spec(suite, 100);
   s.options["widht"] = 3;
-  CHECK_THAT(test::error_of([&] { rl::train(rl::learners(), s, (dir / "b").string()); }), Contains("widht"));
+  CHECK_THAT(test::error_of([&] { rl::train(rl::learners(), s, (dir / "b").string()); }),
+             Contains("widht"));
   CHECK_FALSE(fs::exists(dir / "b"));
   s = placeto_spec(suite, 100);
   s.options["checkpoint"] = "x";

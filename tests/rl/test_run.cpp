@@ -56,8 +56,7 @@ class UniformLearner : public rl::RunLearner {
     return rows;
   }
   bool done(const place::Budget& b) const override {
-    return b.samples > 0 &&
-           total_samples() + k_ * static_cast<int64_t>(graphs_.size()) > b.samples;
+    return b.samples > 0 && total_samples() + k_ * static_cast<int64_t>(graphs_.size()) > b.samples;
   }
   nlohmann::ordered_json config_json() const override {
     nlohmann::ordered_json j;
@@ -160,8 +159,7 @@ TEST_CASE("rl/run stats: one table gives the log's columns and the ranks' exchan
   back.graph = "g";
   rl::unpack_stats(x.data(), back);
   CHECK(rl::log_row(back, true) == rl::log_row(r, true));
-  CHECK(rl::log_row(r, false) ==
-        "7,123,1.5,inf,0,0,0,0,nan,0.25,nan,0,0,nan,nan,nan,nan,nan,4\n");
+  CHECK(rl::log_row(r, false) == "7,123,1.5,inf,0,0,0,0,nan,0.25,nan,0,0,nan,nan,nan,nan,nan,4\n");
   // Every column of the header has a value in a row.
   const std::string h = rl::log_header(true), row = rl::log_row(r, true);
   CHECK(std::count(h.begin(), h.end(), ',') == std::count(row.begin(), row.end(), ','));
