@@ -1,5 +1,6 @@
 // Cluster JSON (or preset string) and placement JSON readers/writers, strict like the graph's.
 #include <filesystem>
+#include <unordered_map>
 
 #include "core/error.h"
 #include "core/io.h"
@@ -35,6 +36,11 @@ Cluster parse_cluster_json(const std::string& text, const std::string& source) {
     d.launch_overhead_s = sj.number(devs[i], "launch_overhead_us", p, 0, 1e9) * 1e-6;
     c.devices.push_back(d);
   }
+  // Node ids by name (the first node of a name, as Cluster::find_node): a link's ends are
+  // looked up in constant time, not by a scan of every node.
+  std::unordered_map<std::string, int32_t> node_of;
+  for (size_t i = 0; i < c.devices.size(); ++i)
+    node_of.emplace(c.devices[i].name, static_cast<int32_t>(i));
   if (root.contains("switches")) {
     const json& sw = sj.array(root, "switches", "");
     for (size_t i = 0; i < sw.size(); ++i) {
@@ -43,7 +49,7 @@ Cluster parse_cluster_json(const std::string& text, const std::string& source) {
         sj.fail(p, "expected a switch name (a string), got " + json_preview(sw[i]));
       const std::string n = sw[i].get<std::string>();
       if (n.empty()) sj.fail(p, "expected a non-empty switch name");
-      if (c.find_node(n) >= 0)
+      if (!node_of.emplace(n, c.num_nodes()).second)
         sj.fail(p, "duplicate name \"" + n + "\"; expected a name no device or switch has");
       c.switches.push_back(n);
     }
@@ -55,7 +61,8 @@ Cluster parse_cluster_json(const std::string& text, const std::string& source) {
     LinkSpec l;
     for (const char* end : {"a", "b"}) {
       std::string n = sj.string(links[i], end, p);
-      int32_t node = c.find_node(n);
+      const auto it = node_of.find(n);
+      const int32_t node = it == node_of.end() ? -1 : it->second;
       if (node < 0) sj.fail(json_path(p, end), "refers to unknown device or switch \"" + n + "\"");
       (end[0] == 'a' ? l.a : l.b) = node;
     }
