@@ -244,11 +244,16 @@ bool looks_like_pipedream(const std::string& text) {
          text.find("forward_compute_time=") != std::string::npos;
 }
 
-Graph parse_pipedream(const std::string& text, const std::string& src,
-                      const PipeDreamOptions& options) {
-  // Pass 1: records. Lines may end in CRLF and carry trailing blanks.
+namespace {
+
+// Pass 1: the records of a profile, in file order. Lines may end in CRLF and carry trailing
+// blanks.
+struct Records {
   std::vector<Layer> layers;
   std::vector<Link> links;
+};
+Records read_records(const std::string& text, const std::string& src) {
+  Records r;
   std::unordered_map<int64_t, size_t> line_of_node;
   std::string line;
   size_t ln = 0;
@@ -262,7 +267,7 @@ Graph parse_pipedream(const std::string& text, const std::string& src,
     if (line[0] == '\t') {
       auto parts = split_dashes(line.substr(1));
       if (parts.size() != 2) bad(src, ln, "expected an edge '\\tnodeA -- nodeB'");
-      links.push_back({parse_node_id(parts[0], src, ln), parse_node_id(parts[1], src, ln), ln});
+      r.links.push_back({parse_node_id(parts[0], src, ln), parse_node_id(parts[1], src, ln), ln});
       continue;
     }
     Layer L = parse_node_line(line, src, ln);
@@ -270,102 +275,128 @@ Graph parse_pipedream(const std::string& text, const std::string& src,
       bad(src, ln,
           "duplicate node node" + std::to_string(L.n) + " (first on line " +
               std::to_string(line_of_node[L.n]) + ")");
-    layers.push_back(std::move(L));
+    r.layers.push_back(std::move(L));
   }
-  if (layers.empty()) throw InputError(src + ": no nodes found; expected a PipeDream profile");
+  if (r.layers.empty()) throw InputError(src + ": no nodes found; expected a PipeDream profile");
+  return r;
+}
 
-  // Layers in node order: layer k (k-th smallest N) is forward op k and backward op L + k.
-  std::sort(layers.begin(), layers.end(), [](const Layer& x, const Layer& y) { return x.n < y.n; });
+// The links resolved to layer indices (the layers sorted by node id); each consumer's
+// predecessors in file order (CSR); a link's slot among its consumer's predecessors is the
+// backward op's output index. Hash set: linear in the edges.
+struct Resolved {
+  std::vector<int32_t> la, lb, slot;
+  std::vector<int64_t> pred_ptr;
+  std::vector<int32_t> preds;
+};
+Resolved resolve_links(const std::vector<Layer>& layers, const std::vector<Link>& links,
+                       const std::string& src) {
   const auto L = static_cast<int32_t>(layers.size());
   std::unordered_map<int64_t, int32_t> index_of;
   index_of.reserve(layers.size() * 2);
   for (int32_t k = 0; k < L; ++k) index_of.emplace(layers[k].n, k);
-
-  // Edges resolved; each consumer's predecessors in file order (CSR); a link's slot among its
-  // consumer's predecessors is the backward op's output index. Hash set: linear in the edges.
-  std::vector<int32_t> la(links.size()), lb(links.size()), slot(links.size());
-  std::vector<int64_t> pred_ptr(static_cast<size_t>(L) + 1, 0);
-  {
-    std::unordered_set<uint64_t> seen;
-    seen.reserve(links.size() * 2);
-    for (size_t e = 0; e < links.size(); ++e) {
-      auto ia = index_of.find(links[e].a), ib = index_of.find(links[e].b);
-      if (ia == index_of.end() || ib == index_of.end())
-        bad(src, links[e].line,
-            "edge refers to an undefined node node" +
-                std::to_string(ia == index_of.end() ? links[e].a : links[e].b));
-      la[e] = ia->second;
-      lb[e] = ib->second;
-      if (!seen.insert(static_cast<uint64_t>(la[e]) << 32 | static_cast<uint32_t>(lb[e])).second)
-        bad(src, links[e].line,
-            "duplicate edge node" + std::to_string(links[e].a) + " -- node" +
-                std::to_string(links[e].b));
-      slot[e] = static_cast<int32_t>(pred_ptr[lb[e] + 1]++);
-    }
+  Resolved r;
+  r.la.resize(links.size());
+  r.lb.resize(links.size());
+  r.slot.resize(links.size());
+  r.pred_ptr.assign(static_cast<size_t>(L) + 1, 0);
+  std::unordered_set<uint64_t> seen;
+  seen.reserve(links.size() * 2);
+  for (size_t e = 0; e < links.size(); ++e) {
+    auto ia = index_of.find(links[e].a), ib = index_of.find(links[e].b);
+    if (ia == index_of.end() || ib == index_of.end())
+      bad(src, links[e].line,
+          "edge refers to an undefined node node" +
+              std::to_string(ia == index_of.end() ? links[e].a : links[e].b));
+    r.la[e] = ia->second;
+    r.lb[e] = ib->second;
+    if (!seen.insert(static_cast<uint64_t>(r.la[e]) << 32 | static_cast<uint32_t>(r.lb[e])).second)
+      bad(src, links[e].line,
+          "duplicate edge node" + std::to_string(links[e].a) + " -- node" +
+              std::to_string(links[e].b));
+    r.slot[e] = static_cast<int32_t>(r.pred_ptr[r.lb[e] + 1]++);
   }
-  for (int32_t k = 0; k < L; ++k) pred_ptr[k + 1] += pred_ptr[k];
-  std::vector<int32_t> preds(links.size());
-  for (size_t e = 0; e < links.size(); ++e) preds[pred_ptr[lb[e]] + slot[e]] = la[e];
+  for (int32_t k = 0; k < L; ++k) r.pred_ptr[k + 1] += r.pred_ptr[k];
+  r.preds.resize(links.size());
+  for (size_t e = 0; e < links.size(); ++e) r.preds[r.pred_ptr[r.lb[e]] + r.slot[e]] = r.la[e];
+  return r;
+}
 
+TensorSpec f32_tensor(double bytes) {
+  TensorSpec t;
+  t.bytes = static_cast<int64_t>(std::llround(bytes));
+  t.shape = {(t.bytes + 3) / 4};
+  t.dtype = DType::f32;
+  return t;
+}
+
+// Forward op of layer N: id 2N, in colocation group "nodeN" (the layer's parameters live with
+// it); it holds the weights and their optimizer state. Measured times apply to any device kind
+// ("*").
+Op forward_op(const Layer& ly, const PipeDreamOptions& options, const std::string& src) {
+  const int64_t buffers = optimizer_state_buffers(options.optimizer);
+  const std::string base = "node" + std::to_string(ly.n);
+  Op f;
+  f.id = 2 * ly.n;
+  f.name = base + "/forward";
+  f.type = layer_type(ly.desc);
+  f.scope = base;
+  f.phase = Phase::forward;
+  f.outputs.push_back(f32_tensor(ly.act_bytes));
+  f.bytes_accessed = ly.act_bytes;
+  f.measured.push_back({"*", ly.fwd_ms * 1e-3});
+  f.param_bytes = static_cast<int64_t>(std::llround(ly.param_bytes));
+  f.param_dtype = DType::f32;
+  f.optimizer_bytes = buffers * f.param_bytes;
+  if (f.optimizer_bytes > kMaxBytes)
+    bad(src, ly.line,
+        "field parameter_size: the " + std::string(optimizer_name(options.optimizer)) +
+            " optimizer's state (" + std::to_string(buffers) + " x " +
+            std::to_string(f.param_bytes) + " bytes) exceeds 2^50 bytes; expected at most " +
+            std::to_string(kMaxBytes / buffers) + " bytes of parameters");
+  f.colocation = base;
+  return f;
+}
+
+// Backward op of layer k (node N): id 2N+1, beside its forward op; output p is the gradient
+// with respect to the layer's p-th input (that input's size).
+Op backward_op(const std::vector<Layer>& layers, int32_t k, const Resolved& r) {
+  const Layer& ly = layers[k];
+  const std::string base = "node" + std::to_string(ly.n);
+  Op b;
+  b.id = 2 * ly.n + 1;
+  b.name = base + "/backward";
+  b.type = layer_type(ly.desc) + "Grad";
+  b.scope = base;
+  b.phase = Phase::backward;
+  for (int64_t p = r.pred_ptr[k]; p < r.pred_ptr[k + 1]; ++p)
+    b.outputs.push_back(f32_tensor(layers[r.preds[p]].act_bytes));
+  b.bytes_accessed = 2 * ly.act_bytes;
+  b.measured.push_back({"*", ly.bwd_ms * 1e-3});
+  b.colocation = base;
+  return b;
+}
+
+}  // namespace
+
+Graph parse_pipedream(const std::string& text, const std::string& src,
+                      const PipeDreamOptions& options) {
+  Records rec = read_records(text, src);
+  std::vector<Layer>& layers = rec.layers;
+  // Layers in node order: layer k (k-th smallest N) is forward op k and backward op L + k.
+  std::sort(layers.begin(), layers.end(), [](const Layer& x, const Layer& y) { return x.n < y.n; });
+  const auto L = static_cast<int32_t>(layers.size());
+  const Resolved r = resolve_links(layers, rec.links, src);
   Graph g;
   g.name = graph_name_of(src);
-  auto tensor = [](double bytes) {
-    TensorSpec t;
-    t.bytes = static_cast<int64_t>(std::llround(bytes));
-    t.shape = {(t.bytes + 3) / 4};
-    t.dtype = DType::f32;
-    return t;
-  };
-  // Forward op of layer N: id 2N; backward op: id 2N+1. Both in colocation group "nodeN"
-  // (the layer's parameters live with it). Measured times apply to any device kind ("*").
-  // The forward op holds the weights and their optimizer state.
-  const int64_t buffers = optimizer_state_buffers(options.optimizer);
-  for (const Layer& ly : layers) {
-    const std::string base = "node" + std::to_string(ly.n);
-    Op f;
-    f.id = 2 * ly.n;
-    f.name = base + "/forward";
-    f.type = layer_type(ly.desc);
-    f.scope = base;
-    f.phase = Phase::forward;
-    f.outputs.push_back(tensor(ly.act_bytes));
-    f.bytes_accessed = ly.act_bytes;
-    f.measured.push_back({"*", ly.fwd_ms * 1e-3});
-    f.param_bytes = static_cast<int64_t>(std::llround(ly.param_bytes));
-    f.param_dtype = DType::f32;
-    f.optimizer_bytes = buffers * f.param_bytes;
-    if (f.optimizer_bytes > kMaxBytes)
-      bad(src, ly.line,
-          "field parameter_size: the " + std::string(optimizer_name(options.optimizer)) +
-              " optimizer's state (" + std::to_string(buffers) + " x " +
-              std::to_string(f.param_bytes) + " bytes) exceeds 2^50 bytes; expected at most " +
-              std::to_string(kMaxBytes / buffers) + " bytes of parameters");
-    f.colocation = base;
-    g.add_op(std::move(f));
-  }
-  for (int32_t k = 0; k < L; ++k) {
-    const Layer& ly = layers[k];
-    const std::string base = "node" + std::to_string(ly.n);
-    Op b;
-    b.id = 2 * ly.n + 1;
-    b.name = base + "/backward";
-    b.type = layer_type(ly.desc) + "Grad";
-    b.scope = base;
-    b.phase = Phase::backward;
-    // Output k: the gradient with respect to the layer's k-th input (that input's size).
-    for (int64_t p = pred_ptr[k]; p < pred_ptr[k + 1]; ++p)
-      b.outputs.push_back(tensor(layers[preds[p]].act_bytes));
-    b.bytes_accessed = 2 * ly.act_bytes;
-    b.measured.push_back({"*", ly.bwd_ms * 1e-3});
-    b.colocation = base;
-    g.add_op(std::move(b));
-  }
+  for (const Layer& ly : layers) g.add_op(forward_op(ly, options, src));
+  for (int32_t k = 0; k < L; ++k) g.add_op(backward_op(layers, k, r));
   // The activation stays alive until the layer's own backward op.
   for (int32_t k = 0; k < L; ++k) g.add_edge(k, 0, L + k, g.op(k).outputs[0].bytes);
-  for (size_t e = 0; e < links.size(); ++e) {
-    g.add_edge(la[e], 0, lb[e], g.op(la[e]).outputs[0].bytes);  // forward data
-    g.add_edge(L + lb[e], slot[e], L + la[e],
-               g.op(L + lb[e]).outputs[slot[e]].bytes);  // gradient, mirrored
+  for (size_t e = 0; e < rec.links.size(); ++e) {
+    g.add_edge(r.la[e], 0, r.lb[e], g.op(r.la[e]).outputs[0].bytes);  // forward data
+    g.add_edge(L + r.lb[e], r.slot[e], L + r.la[e],
+               g.op(L + r.lb[e]).outputs[r.slot[e]].bytes);  // gradient, mirrored
   }
   try {
     g.finalize();
