@@ -20,7 +20,9 @@ traces of each graph's best valid placement) and writes, under DIR/plots (or --o
                                 "gradients/..." is backward, "...ApplyAdam" an update),
                                 transfers grey; time in ms; the step time as a red line.
 
-Usage: suite_plots.py DIR [--out DIR/plots] [--formats png,svg] [--plots bars,convergence,gantt]
+Usage: /usr/bin/python3 scripts/suite_plots.py DIR [--out DIR/plots] [--formats png,svg]
+                                               [--plots bars,convergence,gantt]
+(the system Python, which has Debian's matplotlib, where another python3 comes first on PATH)
 
 Input is strict: a missing or malformed results.json (or trace) is an error naming the file
 and the field, exit status 1. Every plot is written atomically (a temporary file in the same
