@@ -331,7 +331,7 @@ C
     [ "$(cut -d, -f1,2,4- "$tmp/h1/log.csv")" = "$(cut -d, -f1,2,4- "$tmp/h2/log.csv")" ] || fail "hdp resumed run: other log rows"
     grep -q '"method": "hdp"' "$tmp/h1/summary.json" || fail "hdp summary.json lacks its method"
     expect_rc 2 "--options is for" -- "$gdp" train --graph "$tmp/r.json" --cluster v100x2-nvlink --options '{}' --out "$tmp/f"
-    expect_rc 2 "--config is gdp" -- "$gdp" train --method placeto --graph "$tmp/r.json" --cluster v100x2-nvlink --config "$tmp/cfg.json" --out "$tmp/f"
+    expect_rc 2 "--config is for gdp" -- "$gdp" train --method placeto --graph "$tmp/r.json" --cluster v100x2-nvlink --config "$tmp/cfg.json" --out "$tmp/f"
     expect_rc 2 "--method expects" -- "$gdp" train --method metis --graph "$tmp/r.json" --cluster v100x2-nvlink --out "$tmp/f"
     expect_rc 1 "options.hidden_size" -- "$gdp" train --method hdp --graph "$tmp/r.json" --cluster v100x2-nvlink --options '{"hidden_size": 3}' --out "$tmp/f" ;;
   *) fail "unknown case $case_name" ;;
