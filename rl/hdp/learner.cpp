@@ -18,14 +18,8 @@ class HdpLearner : public RunLearner {
  public:
   HdpLearner(const nlohmann::json& options, const HdpConfig& config, std::vector<TrainGraph> graphs,
              const CostModel& cost, uint64_t seed, nn::Device device, int32_t checkpoint_every)
-      : RunLearner(check_one(std::move(graphs)), cost, "hdp", seed, checkpoint_every),
-        options_(options),
+      : RunLearner(check_one(std::move(graphs)), cost, "hdp", seed, checkpoint_every, options),
         agent_(graphs_[0].run->problem(), config, seed, device) {}
-  nlohmann::ordered_json config_json() const override {
-    nlohmann::ordered_json j;
-    j["options"] = options_;
-    return j;
-  }
 
   std::vector<IterationStats> step() override {
     ++iteration_;
@@ -59,7 +53,6 @@ class HdpLearner : public RunLearner {
     agent_.load(j, bin, source);
   }
 
-  nlohmann::json options_;
   HdpAgent agent_;
 };
 

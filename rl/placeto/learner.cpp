@@ -25,8 +25,7 @@ class PlacetoLearner : public RunLearner {
                  std::vector<TrainGraph> graphs, const CostModel& cost, uint64_t seed,
                  nn::Device device, const place::Budget& budget, int32_t checkpoint_every,
                  const placeto::PlacetoPolicy* init)
-      : RunLearner(graphs, cost, "placeto", seed, checkpoint_every),
-        options_(options),
+      : RunLearner(graphs, cost, "placeto", seed, checkpoint_every, options),
         agent_(init ? placeto::Agent(config, *init, seed, device)
                     : placeto::Agent(config, placeto_slots(config, graphs), seed, device)) {
     // Node limit per graph: max_nodes, lowered so that min_episodes episodes (at most N
@@ -39,12 +38,6 @@ class PlacetoLearner : public RunLearner {
     for (size_t i = 0; i < graphs_.size(); ++i)
       agent_.add_graph(graphs_[i].run->problem(), static_cast<int32_t>(limit),
                        seed + 0x632be59bd9b4e019ULL * i);
-  }
-
-  nlohmann::ordered_json config_json() const override {
-    nlohmann::ordered_json j;
-    j["options"] = options_;
-    return j;
   }
 
   std::vector<IterationStats> step() override {
@@ -95,7 +88,6 @@ class PlacetoLearner : public RunLearner {
     agent_.load(j, bin, source);
   }
 
-  nlohmann::json options_;
   placeto::Agent agent_;
 };
 

@@ -184,8 +184,12 @@ std::string checkpoint_path(const std::string& dir) {
 // ---- RunLearner ----
 
 RunLearner::RunLearner(std::vector<TrainGraph> graphs, const CostModel& cost,
-                       const std::string& method, uint64_t seed, int32_t checkpoint_every)
-    : FramedLearner(seed), cost_(cost), checkpoint_every_(checkpoint_every) {
+                       const std::string& method, uint64_t seed, int32_t checkpoint_every,
+                       nlohmann::json options)
+    : FramedLearner(seed),
+      cost_(cost),
+      checkpoint_every_(checkpoint_every),
+      options_(std::move(options)) {
   if (graphs.empty()) throw InputError("train: no graphs");
   graphs_.resize(graphs.size());
   for (size_t i = 0; i < graphs.size(); ++i) {
@@ -194,6 +198,12 @@ RunLearner::RunLearner(std::vector<TrainGraph> graphs, const CostModel& cost,
     g.run = attach_run(g.spec, cost_, method, seed, g.own);
     g.ref = reference_placement(g.run->problem(), seed, g.spec.name);
   }
+}
+
+nlohmann::ordered_json RunLearner::config_json() const {
+  nlohmann::ordered_json j;
+  j["options"] = options_;
+  return j;
 }
 
 IterationStats RunLearner::row(size_t i) const {

@@ -191,12 +191,16 @@ const std::vector<std::string>& run_state_keys();
 // Removes the ckpt-*.bin files of `dir` other than `keep` (older checkpoints).
 void remove_old_checkpoints(const std::string& dir, const std::string& keep);
 
-// A learner over graphs that each own a run and a reference (HDP, Placeto: rl/hdp/learner.cpp,
-// rl/placeto/learner.cpp): the frame plus the graphs, and the row every iteration starts from.
+// A learner over graphs that each own a run and a reference, configured by a place method's
+// options (HDP, Placeto: rl/hdp/learner.cpp, rl/placeto/learner.cpp): the frame plus the
+// graphs, the row every iteration starts from, and config.json's "options" (the resolved
+// options, as given).
 class RunLearner : public FramedLearner {
  public:
   RunLearner(std::vector<TrainGraph> graphs, const CostModel& cost, const std::string& method,
-             uint64_t seed, int32_t checkpoint_every);
+             uint64_t seed, int32_t checkpoint_every,
+             nlohmann::json options = nlohmann::json::object());
+  nlohmann::ordered_json config_json() const override;
 
   int32_t checkpoint_every() const override { return checkpoint_every_; }
   size_t num_graphs() const override { return graphs_.size(); }
@@ -222,6 +226,7 @@ class RunLearner : public FramedLearner {
 
   CostModel cost_;
   int32_t checkpoint_every_;
+  nlohmann::json options_;
   std::vector<G> graphs_;
 
  private:
