@@ -10,11 +10,10 @@ namespace gdp::rl {
 LearnerMethod gdp_learner() {
   LearnerMethod m;
   m.name = "gdp";
-  m.summary = "GDP: GraphSAGE + segment-recurrent attention + superposition, PPO";
   m.options_flag = "--config";
   m.config_keys = gdp_config_keys();
   m.data_parallel = true;
-  m.stored_options = [](const RunConfig& c) { return stored_train_json(c); };
+  m.stored_options = stored_train_json;
   m.make = [](const LearnerArgs& a) -> std::unique_ptr<Learner> {
     // Pre-training on a suite defaults to the transfer regime, one graph to the search regime;
     // the options' "regime" key overrides either.

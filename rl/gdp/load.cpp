@@ -25,15 +25,12 @@ nlohmann::json stored_train_json(const RunConfig& c) {
 
 std::unique_ptr<Policy> load_policy(const std::string& path) {
   const RunPath rp = resolve_run_path(path);
-  const RunConfig c = read_run_config(rp.dir);
-  if (c.spec.method != "gdp")
-    throw InputError(c.path + ": method: a GDP policy was expected; this run trained '" +
-                     c.spec.method + "'");
-  check_method_keys(c, gdp_config_keys());
-  const TrainConfig config = TrainConfig::from_json(stored_train_json(c), c.path + ": train");
+  const RunConfig c = read_method_run(rp.dir, "gdp", "GDP", gdp_config_keys());
+  const std::string& file = c.sj.source();
+  const TrainConfig config = TrainConfig::from_json(stored_train_json(c), file + ": train");
   auto policy = std::make_unique<Policy>(
       config.policy,
-      OpVocabulary::from_json(c.sj.object(c.json, "vocabulary", ""), c.path + ": vocabulary"),
+      OpVocabulary::from_json(c.sj.object(c.json, "vocabulary", ""), file + ": vocabulary"),
       c.spec.seed);
   load_parameters(rp.dir, policy->params(), rp.bin);
   return policy;

@@ -1,23 +1,17 @@
-// The PPO loop: sample K placements per graph, simulate, rewards, advantages, updates;
-// checkpoints that resume the same run.
+// The PPO loop: sample K placements per graph, simulate, rewards, advantages, updates (the
+// checkpoint and the ranks' exchange: trainer_state.cpp; the warm start and expert: expert.cpp).
 #include "rl/gdp/trainer.h"
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <limits>
 #include <map>
 #include <numeric>
 
 #include "core/error.h"
-#include "core/io.h"
-#include "core/json_strict.h"
 #include "core/mpi.h"
-#include "nn/checkpoint.h"
 #include "nn/graph_ops.h"
 #include "nn/ops.h"
-#include "place/registry.h"
-#include "rl/run/stats.h"
 
 namespace gdp::rl {
 

@@ -97,12 +97,11 @@ class Trainer : public FramedLearner {
   std::vector<std::string> model_keys() const override { return {"rng"}; }
   void load_model(const StrictJson& sj, const nlohmann::json& state, const std::string& bin,
                   int64_t iteration, const std::string& source) override;
-  nlohmann::ordered_json graph_state(size_t i) const override { return graph_json(graphs_[i]); }
+  // Graph i's state (the run's, its elites, greedy actions, annealing temperature and
+  // stream): for the checkpoint and for the ranks' exchange, and back.
+  nlohmann::ordered_json graph_state(size_t i) const override;
   void restore_graph_state(const StrictJson& sj, const nlohmann::json& x, const std::string& p,
-                           size_t i) override {
-    restore_graph(sj, x, p, graphs_[i]);
-  }
-  place::Run& restorable_run(size_t i) override { return *graphs_[i].run; }
+                           size_t i) override;
 
   struct GraphState {
     TrainGraph spec;
@@ -126,10 +125,6 @@ class Trainer : public FramedLearner {
     bool owned = true;  // owner == this rank
   };
   Rng& rng_of(GraphState& st) { return graphs_.size() == 1 ? rng_ : st.rng; }
-  // A graph's state for the checkpoint and for the ranks' exchange, and back.
-  nlohmann::ordered_json graph_json(const GraphState& g) const;
-  void restore_graph(const StrictJson& sj, const nlohmann::json& x, const std::string& p,
-                     GraphState& g);
   // Data-parallel: every rank receives the rows and states of the graphs other ranks own.
   void sync_graphs(std::vector<IterationStats>& rows);
   // The expert step on one graph (ExpertConfig): returns the samples it simulated.

@@ -47,7 +47,8 @@ void Trainer::check_resume(const StrictJson& sj, const nlohmann::json& config) c
             "differs from the graphs' (were the graph files changed since the run started?)");
 }
 
-nlohmann::ordered_json Trainer::graph_json(const GraphState& g) const {
+nlohmann::ordered_json Trainer::graph_state(size_t i) const {
+  const GraphState& g = graphs_[i];
   nlohmann::ordered_json x = run_state_to_json(g.spec.name, *g.run);
   if (std::isfinite(g.imitation_accuracy)) x["imitation_accuracy"] = g.imitation_accuracy;
   if (g.elites.capacity() > 0) x["elites"] = g.elites.to_json();
@@ -57,9 +58,10 @@ nlohmann::ordered_json Trainer::graph_json(const GraphState& g) const {
   return x;
 }
 
-void Trainer::restore_graph(const StrictJson& sj, const nlohmann::json& x, const std::string& p,
-                            GraphState& g) {
-  sj.check_keys(x, p, {"name", "samples", "elapsed_s", "best_step_s", "best", "curve"},
+void Trainer::restore_graph_state(const StrictJson& sj, const nlohmann::json& x,
+                                  const std::string& p, size_t i) {
+  GraphState& g = graphs_[i];
+  sj.check_keys(x, p, run_state_keys(),
                 {"imitation_accuracy", "elites", "greedy", "anneal_t0", "rng"});
   if (x.contains("imitation_accuracy"))
     g.imitation_accuracy = sj.number(x, "imitation_accuracy", p, 0, 1);
@@ -87,13 +89,13 @@ void Trainer::sync_graphs(std::vector<IterationStats>& rows) {
     std::vector<double> packed(stats_width());
     pack_stats(rows[gi], packed.data());
     mpi_broadcast(packed.data(), static_cast<int64_t>(packed.size()), owner);
-    std::string bytes = owner == rank_ ? graph_json(g).dump() : std::string();
+    std::string bytes = owner == rank_ ? graph_state(gi).dump() : std::string();
     mpi_broadcast(bytes, owner);
     if (owner == rank_) continue;
     unpack_stats(packed.data(), rows[gi]);
     const std::string source = "rank " + std::to_string(owner) + "'s state of " + g.spec.name;
     StrictJson sj(source);
-    restore_graph(sj, sj.parse(bytes), "", g);
+    restore_graph_state(sj, sj.parse(bytes), "", gi);
   }
 }
 

@@ -61,9 +61,8 @@ class HdpLearner : public RunLearner {
 LearnerMethod hdp_learner() {
   LearnerMethod m;
   m.name = "hdp";
-  m.summary = "HDP (Mirhoseini et al. 2018), REINFORCE on one graph";
   m.config_keys = {"options"};
-  m.stored_options = [](const RunConfig& c) { return c.sj.object(c.json, "options", ""); };
+  m.stored_options = stored_place_options;
   m.make = [](const LearnerArgs& a) -> std::unique_ptr<Learner> {
     const place::Options o =
         place::resolve_options("hdp", hdp_method().options, a.spec.options, a.source + ": options");

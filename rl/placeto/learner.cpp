@@ -13,8 +13,6 @@ namespace gdp::rl {
 
 namespace {
 
-const std::vector<std::string> kConfigKeys = {"options"};
-
 place::Options resolved(const nlohmann::json& options, const std::string& source) {
   return place::resolve_options("placeto", placeto_method().options, options, source);
 }
@@ -102,15 +100,12 @@ int32_t placeto_slots(const placeto::TrainConfig& config, const std::vector<Trai
 
 std::unique_ptr<placeto::PlacetoPolicy> load_placeto_policy(const std::string& dir,
                                                             placeto::TrainConfig* config) {
-  const RunConfig c = read_run_config(dir);
-  if (c.spec.method != "placeto")
-    throw InputError(c.path + ": method: a Placeto policy was expected; this run trained '" +
-                     c.spec.method + "'");
-  check_method_keys(c, kConfigKeys);
+  const RunConfig c = read_method_run(dir, "placeto", "Placeto", {"options"});
+  const std::string& path = c.sj.source();
   const placeto::TrainConfig cfg =
-      placeto::train_config(resolved(c.sj.object(c.json, "options", ""), c.path + ": options"));
+      placeto::train_config(resolved(stored_place_options(c), path + ": options"));
   if (cfg.max_devices < 1)
-    throw InputError(c.path + ": options.max_devices: expected the policy's device slots (>= 1)");
+    throw InputError(path + ": options.max_devices: expected the policy's device slots (>= 1)");
   auto policy = std::make_unique<placeto::PlacetoPolicy>(cfg.max_devices, cfg.policy, c.spec.seed);
   load_parameters(dir, policy->params());
   if (config) *config = cfg;
@@ -120,21 +115,20 @@ std::unique_ptr<placeto::PlacetoPolicy> load_placeto_policy(const std::string& d
 LearnerMethod placeto_learner() {
   LearnerMethod m;
   m.name = "placeto";
-  m.summary = "Placeto (Addanki et al. 2019), REINFORCE on one graph or a suite";
-  m.config_keys = kConfigKeys;
-  m.stored_options = [](const RunConfig& c) { return c.sj.object(c.json, "options", ""); };
+  m.config_keys = {"options"};
+  m.stored_options = stored_place_options;
   m.make = [](const LearnerArgs& a) -> std::unique_ptr<Learner> {
     const std::string source = a.source + ": options";
-    nlohmann::json options = resolved(a.spec.options, source).json();
-    if (!std::string(options.value("checkpoint", "")).empty())
+    const place::Options o = resolved(a.spec.options, source);
+    if (!o.string("checkpoint").empty())
       throw InputError(source +
                        ".checkpoint: is for placing with a trained policy (gdp place); to "
                        "train from one give --init DIR");
+    nlohmann::json options = o.json();
+    placeto::TrainConfig cfg = placeto::train_config(o);
     // The device slots are fixed now, so that a policy read back from the run has the shape.
     if (a.spec.init_dir.empty())
-      options["max_devices"] =
-          placeto_slots(placeto::train_config(resolved(options, source)), a.graphs);
-    const placeto::TrainConfig cfg = placeto::train_config(resolved(options, source));
+      options["max_devices"] = cfg.max_devices = placeto_slots(cfg, a.graphs);
     std::unique_ptr<placeto::PlacetoPolicy> init;
     if (!a.spec.init_dir.empty()) init = load_placeto_policy(a.spec.init_dir, nullptr);
     return std::make_unique<PlacetoLearner>(options, cfg, a.graphs, a.cost, a.spec.seed,

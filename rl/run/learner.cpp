@@ -110,6 +110,17 @@ namespace fs = std::filesystem;
 
 // ---- the checkpoint frame ----
 
+namespace {
+
+// DIR/state.json parsed, its header checked (the frame's one reader; `sj` names the file).
+nlohmann::json read_state(const StrictJson& sj) {
+  const nlohmann::json j = sj.parse(read_text_file(sj.source()));
+  sj.check_header(j, "gdp-train-state", 1);
+  return j;
+}
+
+}  // namespace
+
 FramedLearner::FramedLearner(uint64_t seed)
     : seed_(seed), start_(std::chrono::steady_clock::now()) {}
 
@@ -120,12 +131,6 @@ double FramedLearner::wall_s() const {
 
 nlohmann::ordered_json FramedLearner::graph_state(size_t i) const {
   return run_state_to_json(graph(i).name, run(i));
-}
-
-void FramedLearner::restore_graph_state(const StrictJson& sj, const nlohmann::json& x,
-                                        const std::string& p, size_t i) {
-  sj.check_keys(x, p, run_state_keys(), {});
-  run_state_from_json(sj, x, p, graph(i).name, graph(i).graph->num_ops(), restorable_run(i));
 }
 
 void FramedLearner::save(const std::string& dir, int64_t log_bytes) const {
@@ -150,8 +155,7 @@ void FramedLearner::save(const std::string& dir, int64_t log_bytes) const {
 int64_t FramedLearner::load(const std::string& dir) {
   const std::string path = (fs::path(dir) / "state.json").string();
   StrictJson sj(path);
-  const nlohmann::json j = sj.parse(read_text_file(path));
-  sj.check_header(j, "gdp-train-state", 1);
+  const nlohmann::json j = read_state(sj);
   std::vector<std::string> keys = {"format", "version", "iteration", "checkpoint",
                                    "seed",   "wall_s",  "log_bytes", "graphs"};
   for (const std::string& k : model_keys()) keys.push_back(k);
@@ -174,11 +178,8 @@ int64_t FramedLearner::load(const std::string& dir) {
 }
 
 std::string checkpoint_path(const std::string& dir) {
-  const std::string path = (fs::path(dir) / "state.json").string();
-  StrictJson sj(path);
-  const nlohmann::json j = sj.parse(read_text_file(path));
-  sj.check_header(j, "gdp-train-state", 1);
-  return (fs::path(dir) / sj.string(j, "checkpoint", "")).string();
+  StrictJson sj((fs::path(dir) / "state.json").string());
+  return (fs::path(dir) / sj.string(read_state(sj), "checkpoint", "")).string();
 }
 
 // ---- RunLearner ----
@@ -204,6 +205,13 @@ nlohmann::ordered_json RunLearner::config_json() const {
   nlohmann::ordered_json j;
   j["options"] = options_;
   return j;
+}
+
+void RunLearner::restore_graph_state(const StrictJson& sj, const nlohmann::json& x,
+                                     const std::string& p, size_t i) {
+  sj.check_keys(x, p, run_state_keys(), {});
+  run_state_from_json(sj, x, p, graphs_[i].spec.name, graphs_[i].spec.graph->num_ops(),
+                      *graphs_[i].run);
 }
 
 IterationStats RunLearner::row(size_t i) const {

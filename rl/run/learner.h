@@ -143,12 +143,10 @@ class FramedLearner : public Learner {
   virtual void load_model(const StrictJson& sj, const nlohmann::json& state, const std::string& bin,
                           int64_t iteration, const std::string& source) = 0;
   // Graph i's entry of state.json (default: the run's six keys, run_state_to_json) and back
-  // (default: those six keys checked and restored).
+  // (RunLearner: those six keys checked and restored).
   virtual nlohmann::ordered_json graph_state(size_t i) const;
   virtual void restore_graph_state(const StrictJson& sj, const nlohmann::json& x,
-                                   const std::string& p, size_t i);
-  // Graph i's run, to restore into (run() is const for everyone else).
-  virtual place::Run& restorable_run(size_t i) = 0;
+                                   const std::string& p, size_t i) = 0;
 
   uint64_t seed_;
   int64_t iteration_ = 0;
@@ -222,7 +220,8 @@ class RunLearner : public FramedLearner {
                           const std::string& source) = 0;
   // Graph i's row with the frame's fields filled in (iteration, graph, samples, clock, best).
   IterationStats row(size_t i) const;
-  place::Run& restorable_run(size_t i) override { return *graphs_[i].run; }
+  void restore_graph_state(const StrictJson& sj, const nlohmann::json& x, const std::string& p,
+                           size_t i) override;
 
   CostModel cost_;
   int32_t checkpoint_every_;

@@ -26,7 +26,6 @@ struct LearnerArgs {
 
 struct LearnerMethod {
   std::string name;
-  std::string summary;  // one line for --help
   // The command-line flag that gives the options (`gdp train --config F` or `--options O`).
   std::string options_flag = "--options";
   // The keys of config.json the method owns (Learner::config_json writes them).

@@ -15,12 +15,11 @@ namespace {
 namespace fs = std::filesystem;
 constexpr int kRunVersion = 1;
 
-const std::vector<std::string>& run_keys() {
-  static const std::vector<std::string> k = {
-      "format", "version", "graph",  "cluster",        "suite",  "profile",         "init",
-      "seed",   "device",  "budget", "max_iterations", "method", "checkpoint_every"};
-  return k;
-}
+// config.json's run keys: required, and optional (added after the first runs were written).
+const std::vector<std::string> kRunKeys = {"format", "version", "graph",         "cluster",
+                                           "suite",  "profile", "init",          "seed",
+                                           "device", "budget",  "max_iterations"};
+const std::vector<std::string> kOptionalRunKeys = {"method", "checkpoint_every"};
 
 // A training run is a directory holding config.json; say so plainly when `dir` is not one.
 void check_run_dir(const std::string& dir) {
@@ -60,7 +59,7 @@ nlohmann::ordered_json run_spec_to_json(const RunSpec& s) {
 RunConfig read_run_config(const std::string& dir) {
   check_run_dir(dir);
   const std::string path = (fs::path(dir) / "config.json").string();
-  RunConfig c{RunSpec(), nlohmann::json(), path, StrictJson(path)};
+  RunConfig c{RunSpec(), nlohmann::json(), StrictJson(path)};
   const StrictJson& sj = c.sj;
   c.json = sj.parse(read_text_file(path));
   const nlohmann::json& j = c.json;
@@ -88,12 +87,23 @@ RunConfig read_run_config(const std::string& dir) {
 }
 
 void check_method_keys(const RunConfig& c, const std::vector<std::string>& method_keys) {
-  std::vector<std::string> optional = {"method", "checkpoint_every"};
-  for (const std::string& k : method_keys) optional.push_back(k);
-  std::vector<std::string> required;
-  for (const std::string& k : run_keys())
-    if (k != "method" && k != "checkpoint_every") required.push_back(k);
-  c.sj.check_keys(c.json, "", required, optional);
+  std::vector<std::string> optional = kOptionalRunKeys;
+  optional.insert(optional.end(), method_keys.begin(), method_keys.end());
+  c.sj.check_keys(c.json, "", kRunKeys, optional);
+}
+
+RunConfig read_method_run(const std::string& dir, const std::string& method, const char* what,
+                          const std::vector<std::string>& method_keys) {
+  RunConfig c = read_run_config(dir);
+  if (c.spec.method != method)
+    throw InputError(c.sj.source() + ": method: a " + what +
+                     " policy was expected; this run trained '" + c.spec.method + "'");
+  check_method_keys(c, method_keys);
+  return c;
+}
+
+nlohmann::json stored_place_options(const RunConfig& c) {
+  return c.sj.object(c.json, "options", "");
 }
 
 RunPath resolve_run_path(const std::string& path) {

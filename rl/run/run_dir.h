@@ -50,11 +50,10 @@ inline nn::Device device_of(const RunSpec& s) {
 nlohmann::ordered_json run_spec_to_json(const RunSpec& s);
 
 // A run's config.json, read: the run keys parsed into `spec` (its options left empty), the whole
-// document in `json`, its path, and a StrictJson for the method's keys.
+// document in `json`, and a StrictJson (whose source() is the file's path) for the method's keys.
 struct RunConfig {
   RunSpec spec;
   nlohmann::json json;
-  std::string path;
   StrictJson sj;
 };
 // `dir` must be a run directory: InputError saying a `gdp train --out` directory was expected
@@ -62,6 +61,13 @@ struct RunConfig {
 RunConfig read_run_config(const std::string& dir);
 // Every key of the document is a run key or one of `method_keys`.
 void check_method_keys(const RunConfig& c, const std::vector<std::string>& method_keys);
+// A run of `method` (its config.json read and its keys checked), for loading its trained policy:
+// InputError "a <what> policy was expected; this run trained '<other>'" otherwise.
+RunConfig read_method_run(const std::string& dir, const std::string& method, const char* what,
+                          const std::vector<std::string>& method_keys);
+// The "options" key of a run whose learner is configured by place options (RunLearner writes
+// it: HDP, Placeto).
+nlohmann::json stored_place_options(const RunConfig& c);
 
 // A run directory, or one of its checkpoint files (DIR/ckpt-N.bin): the directory, and the .bin
 // to load ("" = the one the run's state.json names). InputError when `path` is neither.

@@ -209,12 +209,13 @@ void train(const LearnerRegistry& learners, const RunSpec& spec_in, const std::s
 void resume(const LearnerRegistry& learners, const std::string& dir,
             const IterationFn& on_iteration, int64_t max_iterations) {
   RunConfig c = read_run_config(dir);
-  const LearnerMethod& method = learners.find(c.spec.method, c.path);
+  const LearnerMethod& method = learners.find(c.spec.method, c.sj.source());
   check_method_keys(c, method.config_keys);
   c.spec.options = method.stored_options(c);
   auto m = materialize(c.spec);
   check_device(c.spec.device);
-  std::unique_ptr<Learner> t = method.make(LearnerArgs{c.spec, train_graphs(*m), m->cost, c.path});
+  std::unique_ptr<Learner> t =
+      method.make(LearnerArgs{c.spec, train_graphs(*m), m->cost, c.sj.source()});
   t->check_resume(c.sj, c.json);
   check_ranks(method, "resume");
   const int64_t log_bytes = t->load(dir);

@@ -84,7 +84,6 @@ rl::LearnerRegistry uniform_registry() {
   rl::LearnerRegistry r;
   rl::LearnerMethod m;
   m.name = "uniform";
-  m.summary = "uniform random placements (a test learner)";
   m.config_keys = {"uniform"};
   m.stored_options = [](const rl::RunConfig& c) { return c.sj.object(c.json, "uniform", ""); };
   m.make = [](const rl::LearnerArgs& a) -> std::unique_ptr<rl::Learner> {
