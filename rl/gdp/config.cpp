@@ -126,7 +126,8 @@ const std::vector<Key<TrainConfig>>& train_keys() {
       {"imitation_steps", &S::imitation_steps, 0, 1 << 20},
       {"entropy_decay_iterations", &S::entropy_decay_iterations, 0, 1 << 30},
       {"type_dropout", &S::type_dropout, 0, 1},
-      {"family_weights", &S::family_weights}};
+      {"family_weights", &S::family_weights},
+      {"fine_tune_seeds", &S::fine_tune_seeds, 0, 4096}};
   return k;
 }
 
@@ -157,7 +158,7 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
   StrictJson sj(source);
   sj.check_keys(j, "", {},
                 names_of(train_keys(), {"regime", "policy", "ppo", "reward", "warm_start", "elite",
-                                        "explore", "expert"}));
+                                        "explore", "expert", "fine_tune_decision"}));
   TrainConfig c = preset(j.contains("regime") ? sj.string(j, "regime", "") : default_regime,
                          source + ": regime");
   if (j.contains("policy")) {
@@ -181,6 +182,14 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
   }
   read_section(sj, j, "reward", source, reward_keys(), c.reward);
   read_keys(sj, j, train_keys(), c);
+  if (j.contains("fine_tune_decision")) {
+    c.fine_tune_decision = sj.string(j, "fine_tune_decision", "");
+    if (c.fine_tune_decision != "" && c.fine_tune_decision != "op" &&
+        c.fine_tune_decision != "stage")
+      sj.fail("fine_tune_decision",
+              "expected \"\" (the checkpoint's), \"op\" or \"stage\", got \"" +
+                  c.fine_tune_decision + "\"");
+  }
   if (c.minibatches > c.samples_per_iteration)
     sj.fail("minibatches", "expected at most samples_per_iteration (" +
                                std::to_string(c.samples_per_iteration) + ")");
@@ -227,6 +236,7 @@ nlohmann::ordered_json TrainConfig::to_json() const {
   j["elite"] = write_keys(elite_keys(), elite);
   j["explore"] = write_keys(explore_keys(), explore);
   j["expert"] = write_keys(expert_keys(), expert);
+  j["fine_tune_decision"] = fine_tune_decision;
   return j;
 }
 

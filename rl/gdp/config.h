@@ -82,6 +82,18 @@ struct TrainConfig {
   // GDP-batch: each graph's loss weighs 1 / (families x graphs of its family) instead of
   // 1 / graphs, so that 32 random graphs do not outvote 8 models (TrainGraph::family).
   bool family_weights = false;
+  // Fine-tuning (a checkpoint to start from): the network keeps the checkpoint's policy config,
+  // but its decision may change, since a decision only groups the same node logits (the unit
+  // logits are the mean over a unit's nodes). "": the checkpoint's; "op": a stage-trained
+  // policy fine-tunes into colocation-unit decisions, so that search can place the ops of one
+  // layer apart (the hybrid; docs/ppo.md, "Fine-tuning a stage policy into op decisions").
+  std::string fine_tune_decision;
+  // Fine-tuning with elites (the search regime): the checkpoint's zero-shot placements, its
+  // greedy placement and this many - 1 samples under its own decision, are simulated first
+  // (counted in the budget) and offered to the elites, so that the search starts from what the
+  // pre-trained network places (and, with fine_tune_decision "op", refines it op by op).
+  // 0: off.
+  int32_t fine_tune_seeds = 16;
 
   // The defaults of a regime ("search" or "transfer"); InputError naming `source` otherwise.
   static TrainConfig preset(const std::string& regime, const std::string& source = "regime");

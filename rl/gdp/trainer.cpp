@@ -50,6 +50,7 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
     config_.warm_start.clear();
     config_.imitation_steps = 0;
     config_.policy = init->config();
+    if (!config_.fine_tune_decision.empty()) config_.policy.decision = config_.fine_tune_decision;
     policy_ = std::make_unique<Policy>(config_.policy, init->vocabulary(), seed);
     policy_->params().values().copy_from(init->params().values());
   } else {
@@ -81,6 +82,7 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
     st.elites = EliteSet(config_.elite.size);
     if (config_.keep_reference && !warm_has_ref && st.run->samples_left() > 0)
       st.elites.offer(st.run->evaluate(p), st.reference_actions);  // a sample like any other
+    if (init && config_.elite.size > 0) seed_elites(*init, st);
     if (config_.explore.local_fraction > 0) {
       st.adjacency = place::unit_adjacency(problem.graph(), st.input.units);
       st.scopes = place::unit_scopes(problem.graph(), st.input.units);
@@ -102,6 +104,21 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
 }
 
 Trainer::~Trainer() = default;
+
+void Trainer::seed_elites(const Policy& init, GraphState& st) {
+  const int64_t n = std::min<int64_t>(config_.fine_tune_seeds, st.run->samples_left());
+  if (n <= 0) return;
+  nn::NoGradGuard no_grad;
+  const place::Problem& pb = st.run->problem();
+  PolicyInput in = init.prepare(pb.graph(), pb.cluster(), pb.cost());
+  const nn::Tensor logits = init.forward(in).value();
+  std::vector<Placement> ps{placement_of(in.units, greedy_actions(logits), 0)};
+  const std::vector<int32_t> acts = sample_actions(logits, static_cast<int32_t>(n - 1), st.rng);
+  for (int32_t k = 0; k + 1 < n; ++k) ps.push_back(placement_of(in.units, acts, k));
+  const std::vector<double> t = st.run->evaluate(ps);
+  for (size_t k = 0; k < ps.size(); ++k)
+    if (std::isfinite(t[k])) st.elites.offer(t[k], unit_actions(ps[k], st.input));
+}
 
 void Trainer::distribute() {
   if (iteration_ > 0) throw std::logic_error("Trainer::distribute: call it before the first step");

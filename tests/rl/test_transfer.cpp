@@ -1,7 +1,7 @@
 // The transfer regime (rl/gdp/trainer.h TrainConfig::regime): its preset and how a config
 // overrides it, stage decisions (one decision per structural stage rank), type dropout and
 // family weights (deterministic, and they change the run), and fine-tuning that keeps its
-// start (no behaviour cloning over a checkpoint).
+// start (no behaviour cloning over a checkpoint; elites seeded from its own placements).
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <map>
@@ -12,6 +12,7 @@
 #include "place_helpers.h"
 #include "rl/gdp/trainer.h"
 #include "rl_fixtures.h"
+#include "sim/simulator.h"
 
 using namespace gdp;
 using Catch::Contains;
@@ -135,4 +136,81 @@ TEST_CASE("rl/fine-tuning keeps its start: no warm start or cloning over a check
   CHECK(std::isnan(tuned.imitation_accuracy(0)));
   // Only the policy's own samples: nothing ran the heuristics.
   CHECK(tuned.run(0).samples() - before == cfg.samples_per_iteration);
+}
+
+TEST_CASE("rl/fine-tuning a stage policy into op decisions: same network, finer decisions",
+          "[rl]") {
+  const Graph g = test::small_rnnlm();
+  const Cluster c = read_cluster("v100x2-nvlink");
+  rl::TrainConfig cfg = test::tiny_config();
+  cfg.policy.features = 2;
+  cfg.policy.decision = "stage";
+  rl::Trainer stage(cfg, {rl::TrainGraph{"rnn", &g, &c, nullptr}}, CostModel(), 2);
+  stage.step();
+
+  // The key is strict, and round-trips.
+  const auto j = nlohmann::json::parse(R"({"fine_tune_decision": "op"})");
+  const rl::TrainConfig op = rl::TrainConfig::from_json(j, "cfg.json");
+  CHECK(op.fine_tune_decision == "op");
+  CHECK(rl::TrainConfig::from_json(op.to_json(), "rt").fine_tune_decision == "op");
+  CHECK_THROWS_WITH(rl::TrainConfig::from_json(
+                        nlohmann::json::parse(R"({"fine_tune_decision": "layer"})"), "cfg.json"),
+                    Contains("cfg.json") && Contains("fine_tune_decision") && Contains("\"op\""));
+
+  // Without it the checkpoint's decision stays; with it the same parameters decide per
+  // colocation unit: more decisions, and the network's own values unchanged.
+  rl::TrainConfig keep = test::tiny_config();
+  rl::Trainer kept(keep, {rl::TrainGraph{"rnn", &g, &c, nullptr}}, CostModel(), 3, &stage.policy());
+  CHECK(kept.policy().config().decision == "stage");
+  rl::TrainConfig finer = test::tiny_config();
+  finer.fine_tune_decision = "op";
+  rl::Trainer tuned(finer, {rl::TrainGraph{"rnn", &g, &c, nullptr}}, CostModel(), 3,
+                    &stage.policy());
+  CHECK(tuned.policy().config().decision == "op");
+  CHECK(tuned.policy().config().features == 2);
+  const nn::Tensor a = stage.policy().params().values();
+  const nn::Tensor b = tuned.policy().params().values();
+  REQUIRE(a.numel() == b.numel());
+  bool same = true;
+  for (int64_t i = 0; i < a.numel(); ++i) same = same && a.data()[i] == b.data()[i];
+  CHECK(same);
+  const rl::PolicyInput si = stage.policy().prepare(g, c);
+  const rl::PolicyInput oi = tuned.policy().prepare(g, c);
+  CHECK(oi.num_units() > si.num_units());
+  tuned.step();  // trains over the op decisions
+  CHECK(tuned.iteration() == 1);
+}
+
+TEST_CASE("rl/fine-tuning with elites starts from the checkpoint's own placements", "[rl]") {
+  const Graph g = test::small_rnnlm();
+  const Cluster c = read_cluster("v100x2-nvlink");
+  rl::TrainConfig cfg = test::tiny_config();
+  rl::Trainer pre(cfg, {rl::TrainGraph{"rnn", &g, &c, nullptr}}, CostModel(), 2);
+  pre.step();
+  rl::TrainConfig search = test::tiny_config();
+  search.elite.size = 2;
+  search.keep_reference = false;
+  // The greedy placement and fine_tune_seeds - 1 samples, counted before the first step.
+  search.fine_tune_seeds = 5;
+  rl::Trainer seeded(search, {rl::TrainGraph{"rnn", &g, &c, nullptr}}, CostModel(), 3,
+                     &pre.policy());
+  CHECK(seeded.run(0).samples() == 5);
+  REQUIRE(seeded.run(0).has_best());
+  // The checkpoint's greedy placement is among them: the best is at least as fast.
+  nn::NoGradGuard no_grad;
+  const rl::PolicyInput in = pre.policy().prepare(g, c);
+  const Placement greedy =
+      rl::placement_of(in.units, rl::greedy_actions(pre.policy().forward(in).value()), 0);
+  const Simulator sim(g, c, CostModel());
+  const auto state = sim.make_state();
+  CHECK(seeded.run(0).best_step_s() <= sim.step_time(greedy, *state) + 1e-12);
+  // Off, or without elites (the transfer regime's fine-tuning): nothing is seeded.
+  search.fine_tune_seeds = 0;
+  rl::Trainer off(search, {rl::TrainGraph{"rnn", &g, &c, nullptr}}, CostModel(), 3, &pre.policy());
+  CHECK(off.run(0).samples() == 0);
+  rl::TrainConfig no_elites = test::tiny_config();
+  no_elites.keep_reference = false;
+  rl::Trainer plain(no_elites, {rl::TrainGraph{"rnn", &g, &c, nullptr}}, CostModel(), 3,
+                    &pre.policy());
+  CHECK(plain.run(0).samples() == 0);
 }
