@@ -4,8 +4,11 @@
   search_learning_table.py quality RUN [RUN ...]   step time per graph and column (mean +- sd over
       seeds, ms), the lower bound, speed-ups over human and anneal, geomeans; whether each
       guided column beats `anneal` on every graph anneal leaves above its bound
-  search_learning_table.py finetune RUN            for each graph and seed: GDP-one's final best,
-      the search seconds (and samples) fine-tuning needs to reach it, as a share of GDP-one's
+  search_learning_table.py finetune RUN [RUN ...] [--base LABEL] [--tuned LABEL]
+      for each graph and seed: GDP-one's final best (label gdp_one), the search seconds and
+      samples fine-tuning (label finetune) needs to reach it, as shares of GDP-one's seconds
+      and samples (the samples share is the fair one when the runs did not share a machine's
+      load)
 
 Columns are the runs' labels (records' "method"); a label in several runs is an error.
 """
@@ -84,11 +87,12 @@ def quality(run_dirs):
                                ", ".join(worse)))
 
 
-def finetune(run_dir, base="gdp_one", tuned="finetune"):
-    rec = records([run_dir])
-    print("| graph | seed | GDP-one final ms | GDP-one s | fine-tune reaches it at s (samples) | share |")
-    print("|---|---|---|---|---|---|")
-    shares = []
+def finetune(run_dirs, base="gdp_one", tuned="finetune"):
+    rec = records(run_dirs)
+    print("| graph | seed | GDP-one final ms | GDP-one s (samples) | fine-tune reaches it at s "
+          "(samples) | share of seconds | share of samples |")
+    print("|---|---|---|---|---|---|---|")
+    shares, sample_shares = [], []
     for (g, m, s), r in sorted(rec.items()):
         if m != base or not r["valid"]:
             continue
@@ -98,24 +102,37 @@ def finetune(run_dir, base="gdp_one", tuned="finetune"):
         target = r["step_time_s"]
         hit = next((p for p in sorted(t["curve"], key=lambda p: p[0]) if p[2] <= target), None)
         if hit is None:
-            share = float("inf")
+            share = sample_share = float("inf")
             reach = "not reached (final %.2f ms)" % (t["step_time_s"] * 1e3)
         else:
             share = hit[1] / r["wall_s"]
+            sample_share = hit[0] / r["samples"]
             reach = "%.1f (%d)" % (hit[1], hit[0])
         shares.append(share)
-        print("| %s | %d | %.2f | %.1f | %s | %s |" % (g, s, target * 1e3, r["wall_s"], reach,
-                                                        "%.1f%%" % (100 * share)
-                                                        if math.isfinite(share) else "-"))
-    fin = sorted(shares)
-    if fin:
-        med = fin[len(fin) // 2]
-        print("\nreached in %d of %d cells; median share %s" % (
-            sum(math.isfinite(x) for x in fin), len(fin),
-            "%.1f%%" % (100 * med) if math.isfinite(med) else "not reached"))
+        sample_shares.append(sample_share)
+        pct = lambda x: "%.1f%%" % (100 * x) if math.isfinite(x) else "-"
+        print("| %s | %d | %.2f | %.1f (%d) | %s | %s | %s |" % (
+            g, s, target * 1e3, r["wall_s"], r["samples"], reach, pct(share), pct(sample_share)))
+    for name, xs in (("seconds", shares), ("samples", sample_shares)):
+        fin = sorted(xs)
+        if fin:
+            med = fin[len(fin) // 2]
+            print("\n%s: reached in %d of %d cells; median share %s" % (
+                name, sum(math.isfinite(x) for x in fin), len(fin),
+                "%.1f%%" % (100 * med) if math.isfinite(med) else "not reached"))
 
 
 if __name__ == "__main__":
     if len(sys.argv) < 3 or sys.argv[1] not in ("quality", "finetune"):
         sys.exit(__doc__)
-    quality(sys.argv[2:]) if sys.argv[1] == "quality" else finetune(sys.argv[2])
+    if sys.argv[1] == "quality":
+        quality(sys.argv[2:])
+    else:
+        args, labels = [], {}
+        it = iter(sys.argv[2:])
+        for a in it:
+            if a in ("--base", "--tuned"):
+                labels[a[2:]] = next(it, None) or sys.exit("%s: needs a label" % a)
+            else:
+                args.append(a)
+        finetune(args, **labels)

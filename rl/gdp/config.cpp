@@ -127,7 +127,8 @@ const std::vector<Key<TrainConfig>>& train_keys() {
       {"entropy_decay_iterations", &S::entropy_decay_iterations, 0, 1 << 30},
       {"type_dropout", &S::type_dropout, 0, 1},
       {"family_weights", &S::family_weights},
-      {"fine_tune_seeds", &S::fine_tune_seeds, 0, 4096}};
+      {"fine_tune_seeds", &S::fine_tune_seeds, 0, 4096},
+      {"fine_tune_warm_start", &S::fine_tune_warm_start}};
   return k;
 }
 
@@ -150,6 +151,8 @@ TrainConfig TrainConfig::preset(const std::string& regime, const std::string& so
   c.ppo.std_floor = 0.01;
   c.type_dropout = 0.1;
   c.family_weights = true;
+  c.fine_tune_decision = "";  // a suite's fine-tuning keeps the stage decisions
+  c.fine_tune_warm_start = false;
   return c;
 }
 

@@ -82,18 +82,19 @@ struct TrainConfig {
   // GDP-batch: each graph's loss weighs 1 / (families x graphs of its family) instead of
   // 1 / graphs, so that 32 random graphs do not outvote 8 models (TrainGraph::family).
   bool family_weights = false;
-  // Fine-tuning (a checkpoint to start from): the network keeps the checkpoint's policy config,
-  // but its decision may change, since a decision only groups the same node logits (the unit
-  // logits are the mean over a unit's nodes). "": the checkpoint's; "op": a stage-trained
-  // policy fine-tunes into colocation-unit decisions, so that search can place the ops of one
-  // layer apart (the hybrid; docs/ppo.md, "Fine-tuning a stage policy into op decisions").
-  std::string fine_tune_decision;
-  // Fine-tuning with elites (the search regime): the checkpoint's zero-shot placements, its
-  // greedy placement and this many - 1 samples under its own decision, are simulated first
-  // (counted in the budget) and offered to the elites, so that the search starts from what the
-  // pre-trained network places (and, with fine_tune_decision "op", refines it op by op).
-  // 0: off.
+  // Fine-tuning (a checkpoint to start from). The network keeps the checkpoint's policy config
+  // and parameters; these three say how the search around it starts (docs/ppo.md, "Fine-tuning
+  // a stage policy into op decisions"; the defaults are the search regime's, measured best).
+  // fine_tune_decision: "" keeps the checkpoint's decision; "op" (search's default) decides per
+  // colocation unit over the same node logits (a stage's logits are the mean over its nodes),
+  // so that a stage-trained policy can place the ops of one layer apart.
+  std::string fine_tune_decision = "op";
+  // The checkpoint's greedy placement and this many - 1 samples under its own decision,
+  // simulated first (counted) and offered to the elites (with elite.size > 0). 0: off.
   int32_t fine_tune_seeds = 16;
+  // The warm start's heuristics still run (counted) and join the elites, but are never cloned
+  // (imitation_steps is 0 over a checkpoint): the network keeps its start.
+  bool fine_tune_warm_start = true;
 
   // The defaults of a regime ("search" or "transfer"); InputError naming `source` otherwise.
   static TrainConfig preset(const std::string& regime, const std::string& source = "regime");

@@ -44,10 +44,10 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
       rng_(seed ^ 0x9e3779b97f4a7c15ull) {
   if (graphs.empty()) throw InputError("train: no graphs");
   if (init) {
-    // Fine-tuning keeps its start: no heuristic warm start and no behaviour cloning over the
-    // checkpoint (they would overwrite what pre-training learned); the elites and local
-    // proposals then start from the policy's own placements.
-    config_.warm_start.clear();
+    // Fine-tuning keeps its start: no behaviour cloning over the checkpoint (it would overwrite
+    // what pre-training learned). The elites and local proposals start from the policy's own
+    // placements (seed_elites) and, with fine_tune_warm_start, the heuristics' (not cloned).
+    if (!config_.fine_tune_warm_start) config_.warm_start.clear();
     config_.imitation_steps = 0;
     config_.policy = init->config();
     if (!config_.fine_tune_decision.empty()) config_.policy.decision = config_.fine_tune_decision;

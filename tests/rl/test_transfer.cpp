@@ -118,12 +118,13 @@ TEST_CASE("rl/type dropout and family weights: deterministic, and they change th
   CHECK(trace(0, true) != plain);
 }
 
-TEST_CASE("rl/fine-tuning keeps its start: no warm start or cloning over a checkpoint", "[rl]") {
+TEST_CASE("rl/fine-tuning keeps its start: no cloning over a checkpoint", "[rl]") {
   const Graph g = test::small_rnnlm();
   const Cluster c = read_cluster("v100x2-nvlink");
   rl::TrainConfig cfg = test::tiny_config();
   cfg.imitation_steps = 20;
   cfg.warm_start = {"human", "m-etf"};
+  cfg.fine_tune_warm_start = false;
   rl::Trainer scratch(cfg, {rl::TrainGraph{"rnn", &g, &c, nullptr}}, CostModel(), 2);
   scratch.step();
   CHECK_FALSE(std::isnan(scratch.imitation_accuracy(0)));  // cloned the heuristics
@@ -136,6 +137,18 @@ TEST_CASE("rl/fine-tuning keeps its start: no warm start or cloning over a check
   CHECK(std::isnan(tuned.imitation_accuracy(0)));
   // Only the policy's own samples: nothing ran the heuristics.
   CHECK(tuned.run(0).samples() - before == cfg.samples_per_iteration);
+
+  // fine_tune_warm_start (the search regime's default): the heuristics run and are counted,
+  // but nothing is cloned.
+  cfg.fine_tune_warm_start = true;
+  rl::Trainer warm(cfg, {rl::TrainGraph{"rnn", &g, &c, nullptr}}, CostModel(), 2,
+                   &scratch.policy());
+  CHECK(warm.config().imitation_steps == 0);
+  CHECK(warm.config().warm_start.size() == 2);
+  const int64_t warm_before = warm.run(0).samples();
+  warm.step();
+  CHECK(std::isnan(warm.imitation_accuracy(0)));
+  CHECK(warm.run(0).samples() - warm_before >= cfg.samples_per_iteration + 2);
 }
 
 TEST_CASE("rl/fine-tuning a stage policy into op decisions: same network, finer decisions",
@@ -160,10 +173,12 @@ TEST_CASE("rl/fine-tuning a stage policy into op decisions: same network, finer 
   // Without it the checkpoint's decision stays; with it the same parameters decide per
   // colocation unit: more decisions, and the network's own values unchanged.
   rl::TrainConfig keep = test::tiny_config();
+  keep.fine_tune_decision = "";
   rl::Trainer kept(keep, {rl::TrainGraph{"rnn", &g, &c, nullptr}}, CostModel(), 3, &stage.policy());
   CHECK(kept.policy().config().decision == "stage");
-  rl::TrainConfig finer = test::tiny_config();
-  finer.fine_tune_decision = "op";
+  rl::TrainConfig finer = test::tiny_config();  // "op": the search regime's default
+  CHECK(finer.fine_tune_decision == "op");
+  CHECK(rl::TrainConfig::preset("transfer").fine_tune_decision.empty());
   rl::Trainer tuned(finer, {rl::TrainGraph{"rnn", &g, &c, nullptr}}, CostModel(), 3,
                     &stage.policy());
   CHECK(tuned.policy().config().decision == "op");
