@@ -27,6 +27,7 @@ class GdpPlacer : public place::Placer {
   explicit GdpPlacer(const place::Options& o)
       : checkpoint_(resolve_checkpoint(o.string("checkpoint"), "gdp")),
         samples_(o.integer("samples")),
+        temperature_(o.number("temperature")),
         fine_tune_(o.boolean("fine_tune")),
         config_(TrainConfig::from_json(o.object("config"), "method 'gdp': options.config")) {
     if (fine_tune_ && checkpoint_.empty())
@@ -78,7 +79,7 @@ class GdpPlacer : public place::Placer {
     Rng rng(run.seed());
     const int32_t n = static_cast<int32_t>(
         std::min<int64_t>(samples_, std::max<int64_t>(0, run.samples_left() - 1)));
-    const std::vector<int32_t> acts = sample_actions(logits.value(), n, rng);
+    const std::vector<int32_t> acts = sample_actions(logits.value(), n, rng, temperature_);
     for (int32_t k = 0; k < n; ++k) ps.push_back(placement_of(in.units, acts, k));
     const std::vector<double> t = run.evaluate(ps);
     int32_t raw_valid = 0;
@@ -113,6 +114,7 @@ class GdpPlacer : public place::Placer {
 
   std::string checkpoint_;
   int64_t samples_;
+  double temperature_;
   bool fine_tune_;
   TrainConfig config_;
 };
@@ -130,6 +132,9 @@ void gdp_places(place::Registry& r) {
                             "policy on the graph (GDP-one)"),
        place::integer_option("samples", 63, 0, int64_t{1} << 30,
                              "zero-shot: the best of the greedy placement and N samples"),
+       place::number_option("temperature", 1, 0.05, 100,
+                            "zero-shot: the samples are drawn from softmax(logits / T); the "
+                            "greedy placement is unchanged"),
        place::boolean_option("fine_tune", false, "train from the checkpoint within the budget"),
        place::object_option("config", "training configuration (rl/gdp/config.h TrainConfig)")},
       true,

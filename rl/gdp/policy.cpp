@@ -216,8 +216,14 @@ nn::BasicVar<T> BasicPolicy<T>::forward(const BasicPolicyInput<T>& in) const {
   return nn::add(nn::mul(unit_sum, V(in.unit_scale)), V(in.mask));
 }
 
-std::vector<int32_t> sample_actions(const nn::Tensor& logits, int32_t K, Rng& rng) {
-  const nn::Tensor l = logits.cpu().contiguous();
+std::vector<int32_t> sample_actions(const nn::Tensor& logits, int32_t K, Rng& rng,
+                                    double temperature) {
+  if (!(temperature > 0)) throw std::invalid_argument("sample_actions: temperature must be > 0");
+  nn::Tensor l = logits.cpu().contiguous();
+  if (temperature != 1) {
+    l = l.clone();
+    for (int64_t i = 0; i < l.numel(); ++i) l[i] /= static_cast<float>(temperature);
+  }
   const int32_t U = static_cast<int32_t>(l.dim(0)), A = static_cast<int32_t>(l.dim(1));
   std::vector<int32_t> actions(static_cast<size_t>(K) * U);
   for (int32_t k = 0; k < K; ++k)

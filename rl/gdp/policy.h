@@ -147,9 +147,10 @@ using PolicyInputD = BasicPolicyInput<double>;
 // an anchored input so that unit 0 is on label 0 (a relabeling has the same step time).
 std::vector<int32_t> unit_actions(const Placement& p, const PolicyInput& in);
 
-// Sampling from unit logits (values, no tape). actions (K * U), sample-major; the same rng
-// state gives the same actions.
-std::vector<int32_t> sample_actions(const nn::Tensor& logits, int32_t K, Rng& rng);
+// Sampling from unit logits (values, no tape), softmax(logits / temperature). actions (K * U),
+// sample-major; the same rng state gives the same actions.
+std::vector<int32_t> sample_actions(const nn::Tensor& logits, int32_t K, Rng& rng,
+                                    double temperature = 1);
 std::vector<int32_t> greedy_actions(const nn::Tensor& logits);
 // The placement of sample k: every op on its unit's device.
 Placement placement_of(const place::Units& units, const std::vector<int32_t>& actions, int32_t k);

@@ -75,6 +75,28 @@ TEST_CASE("rl/gdp/policy logits: one row per unit, devices beyond the cluster ma
   for (int32_t x : a1) CHECK((x == 0 || x == 1));
   const std::set<int32_t> used(a1.begin(), a1.end());
   CHECK(used.size() == 2);  // near-uniform at initialization
+  // Temperature: softmax(logits / T). Cold, every sample is the greedy action; hot, the
+  // columns even out; a masked column stays masked at any T.
+  nn::Tensor t(nn::Shape{2, 4});
+  for (int64_t u = 0; u < 2; ++u)
+    for (int64_t a = 0; a < 4; ++a) t[u * 4 + a] = a == 3 ? -1e9f : static_cast<float>(a);
+  const std::vector<int32_t> greedy = rl::greedy_actions(t);
+  Rng rt(5);
+  const auto cold = rl::sample_actions(t, 50, rt, 0.05);
+  for (size_t k = 0; k < cold.size(); ++k) CHECK(cold[k] == greedy[k % 2]);
+  auto top_share = [&](double temp) {
+    Rng r(5);
+    const auto a = rl::sample_actions(t, 2000, r, temp);
+    int n = 0;
+    for (int32_t x : a) {
+      CHECK(x != 3);
+      n += x == 2;
+    }
+    return n / 4000.0;
+  };
+  CHECK(top_share(1) == Approx(std::exp(2.0) / (1 + std::exp(1.0) + std::exp(2.0))).margin(0.03));
+  CHECK(top_share(100) == Approx(1.0 / 3).margin(0.03));
+  CHECK_THROWS(rl::sample_actions(t, 1, rt, 0));
   // Expanded placements keep colocation groups together: the simulator accepts them.
   const Placement p = rl::placement_of(in.units, a1, 4);
   Simulator sim(g, c, CostModel());

@@ -143,6 +143,15 @@ TEST_CASE("rl/gdp method: trains on the problem, or places zero-shot from a chec
   Simulator sim(unseen, c4, cost);
   CHECK(sim.run(zs.placement).valid);
   CHECK_THAT(zs.report.note, Contains("zero-shot"));
+  // temperature (the sampling itself: tests/rl/test_policy.cpp): T = 1 is the default, and a
+  // bad value is a clear error.
+  auto with = [&](const std::string& extra) {
+    const std::string o = R"({"checkpoint": ")" + (dir / "run").string() + "\", " + extra + "}";
+    return place::place(place::prepare(reg, "gdp", nlohmann::json::parse(o)), problem, {}, 1);
+  };
+  CHECK(with(R"("samples": 6, "temperature": 1)").report.best_step_s == zs.report.best_step_s);
+  CHECK(with(R"("samples": 6, "temperature": 4)").report.samples == 7);
+  CHECK_THROWS_WITH(with(R"("temperature": 0)"), Contains("temperature"));
   // GDP-one through the registry, within a budget.
   const Graph chains = test::two_chains();
   const Cluster mesh2 = test::full_mesh(2);
