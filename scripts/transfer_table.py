@@ -3,7 +3,8 @@
 
   transfer_table.py zeroshot SUITE LABEL=EVAL[,EVAL...] [LABEL=...]
       Zero-shot step times (ms) on one suite. Each EVAL is a directory holding SUITE.json, the
-      `gdp compare --records` output of `human,zsg=gdp,zs=gdp` (runs/q27/queue.sh writes them);
+      `gdp compare --records` output of `human,zsg=gdp,zs=gdp` (scripts/transfer_eval.sh
+      writes them);
       several EVALs under one label are seeds: the cells are mean +- sd over them. A column per
       label with the best of greedy + 63 samples (zs), then the greedy placement alone (zsg);
       the last row is the geomean speed-up over human (mean +- sd of the seeds' geomeans).
@@ -82,8 +83,8 @@ def zeroshot(suite, specs):
         for m in ("zs", "zsg"):
             for l, evals in columns:
                 xs = [e[(g, m)] for e in evals if e.get((g, m)) is not None]
-                cells.append(fmt(xs) if len(xs) == len(evals) else fmt(xs) + " (%d oom)" %
-                             (len(evals) - len(xs)))
+                oom = len(evals) - len(xs)
+                cells.append(fmt(xs) + (" (%d oom)" % oom if oom and xs else ""))
         print("| %s | %.2f | %s |" % (g, human.get(g, float("nan")), " | ".join(cells)))
     gm = []
     for m in ("zs", "zsg"):

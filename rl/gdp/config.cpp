@@ -187,11 +187,9 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
   read_keys(sj, j, train_keys(), c);
   if (j.contains("fine_tune_decision")) {
     c.fine_tune_decision = sj.string(j, "fine_tune_decision", "");
-    if (c.fine_tune_decision != "" && c.fine_tune_decision != "op" &&
-        c.fine_tune_decision != "stage")
-      sj.fail("fine_tune_decision",
-              "expected \"\" (the checkpoint's), \"op\" or \"stage\", got \"" +
-                  c.fine_tune_decision + "\"");
+    if (!c.fine_tune_decision.empty())  // "" keeps the checkpoint's; else a policy's decision
+      PolicyConfig::from_json({{"decision", c.fine_tune_decision}},
+                              source + ": fine_tune_decision");
   }
   if (c.minibatches > c.samples_per_iteration)
     sj.fail("minibatches", "expected at most samples_per_iteration (" +

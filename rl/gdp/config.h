@@ -84,7 +84,8 @@ struct TrainConfig {
   bool family_weights = false;
   // Fine-tuning (a checkpoint to start from). The network keeps the checkpoint's policy config
   // and parameters; these three say how the search around it starts (docs/ppo.md, "Fine-tuning
-  // a stage policy into op decisions"; the defaults are the search regime's, measured best).
+  // a stage policy into op decisions"; the defaults are the search regime's, the best measured on
+  // pipedream.json).
   // fine_tune_decision: "" keeps the checkpoint's decision; "op" (search's default) decides per
   // colocation unit over the same node logits (a stage's logits are the mean over its nodes),
   // so that a stage-trained policy can place the ops of one layer apart.
