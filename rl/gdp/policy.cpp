@@ -36,7 +36,7 @@ PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string&
   sj.check_keys(j, "", {},
                 {"max_devices", "type_embedding", "width", "sage_layers", "attention", "lstm",
                  "attention_layers", "heads", "ffn", "segment", "memory", "superposition",
-                 "film_hidden", "anchor", "features", "decision"});
+                 "film_hidden", "anchor", "features", "decision", "head", "head_hidden"});
   PolicyConfig c;
   c.max_devices = int_key(sj, j, "max_devices", c.max_devices, 1, 1024);
   c.type_embedding = int_key(sj, j, "type_embedding", c.type_embedding, 1, 4096);
@@ -58,6 +58,12 @@ PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string&
     if (c.decision != "op" && c.decision != "stage")
       sj.fail("decision", "expected \"op\" or \"stage\", got \"" + c.decision + "\"");
   }
+  if (j.contains("head")) {
+    c.head = sj.string(j, "head", "");
+    if (c.head != "slots" && c.head != "position")
+      sj.fail("head", "expected \"slots\" or \"position\", got \"" + c.head + "\"");
+  }
+  c.head_hidden = int_key(sj, j, "head_hidden", c.head_hidden, 1, 4096);
   if (c.width % c.heads != 0)
     sj.fail("heads", "expected a divisor of width " + std::to_string(c.width) + ", got " +
                          std::to_string(c.heads));
@@ -82,6 +88,8 @@ nlohmann::ordered_json PolicyConfig::to_json() const {
   j["anchor"] = anchor;
   j["features"] = features;
   j["decision"] = decision;
+  j["head"] = head;
+  j["head_hidden"] = head_hidden;
   return j;
 }
 
@@ -116,8 +124,42 @@ BasicPolicy<T>::BasicPolicy(const PolicyConfig& config, OpVocabulary vocab, uint
     b_m_ = params_.add_uniform("mlp.b", {D}, bound(D), rng_);
   }
   // A small output layer: the first placements are close to uniform, as PPO wants.
-  w_out_ = params_.add_uniform("out.w", {A, D}, 0.01 * bound(D), rng_);
-  b_out_ = params_.add_constant("out.b", {A}, T(0));
+  if (c.head == "position") {
+    const int32_t H = c.head_hidden, P = kDeviceFeatures;
+    w_h1_ = params_.add_uniform("head.w1", {H, P}, bound(P), rng_);
+    b_h1_ = params_.add_uniform("head.b1", {H}, bound(P), rng_);
+    w_h2_ = params_.add_uniform("head.w2", {D, H}, 0.01 * bound(D), rng_);
+    w_hb_ = params_.add_constant("head.wb", {1, H}, T(0));
+  } else {
+    w_out_ = params_.add_uniform("out.w", {A, D}, 0.01 * bound(D), rng_);
+    b_out_ = params_.add_constant("out.b", {A}, T(0));
+  }
+}
+
+std::vector<float> device_features(const Cluster& c, int32_t max_devices, bool anchored) {
+  const int32_t D = c.num_devices(), P = kDeviceFeatures;
+  double mem = 0, flops = 0;
+  for (const auto& d : c.devices) {
+    mem = std::max(mem, static_cast<double>(d.memory_bytes));
+    flops = std::max(flops, d.peak_fp32_flops);
+  }
+  std::vector<float> f(static_cast<size_t>(max_devices) * P, 0.0f);
+  for (int32_t k = 0; k < D && k < max_devices; ++k) {
+    float* r = f.data() + static_cast<size_t>(k) * P;
+    const double p = (k + 0.5) / D;
+    for (int32_t j = 1; j <= 4; ++j) {
+      r[2 * (j - 1)] = static_cast<float>(std::cos(j * M_PI * p));
+      r[2 * (j - 1) + 1] = static_cast<float>(std::sin(j * M_PI * p));
+    }
+    r[8] = static_cast<float>(p);
+    r[9] = static_cast<float>(1.0 / D);
+    const DeviceSpec& spec = c.devices[static_cast<size_t>(k)];
+    r[10] = mem > 0 ? static_cast<float>(spec.memory_bytes / mem) : 0.0f;
+    r[11] = flops > 0 ? static_cast<float>(spec.peak_fp32_flops / flops) : 0.0f;
+    r[12] = anchored && k == 0 ? 1.0f : 0.0f;
+    r[13] = 1.0f;
+  }
+  return f;
 }
 
 template <typename T>
@@ -152,6 +194,11 @@ BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c,
   if (in.anchored)
     for (int32_t a = 1; a < D; ++a) mask[a] = T(kMaskLogit);  // unit 0: device 0 only
   in.mask = nn::BasicTensor<T>::from_vector({U, A}, mask);
+  if (config_.head == "position") {
+    const std::vector<float> f = device_features(c, A, in.anchored);
+    in.device_x =
+        nn::BasicTensor<T>::from_vector({A, kDeviceFeatures}, std::vector<T>(f.begin(), f.end()));
+  }
   // [x | x standardized per column over this graph's ops]: the raw features keep the absolute
   // scale that transfers between graphs; the standardized copy makes the differences between
   // the ops of one graph as large as the features allow (without it the node embeddings of a
@@ -211,7 +258,15 @@ nn::BasicVar<T> BasicPolicy<T>::forward(const BasicPolicyInput<T>& in) const {
     o = nn::relu(nn::linear(ht, w_m_, b_m_));
     if (film.defined()) o = nn::film_modulate(o, film, 0);
   }
-  const V node_logits = nn::linear(o, w_out_, b_out_);
+  V node_logits;
+  if (w_h1_.defined()) {  // the position head: each device's output row from its features
+    const V hid = nn::tanh(nn::linear(V(in.device_x), w_h1_, b_h1_));  // (A, H)
+    const V rows = nn::linear(hid, w_h2_, V());                        // (A, D)
+    const V bias = nn::reshape(nn::linear(hid, w_hb_, V()), {config_.max_devices});
+    node_logits = nn::linear(o, rows, bias);
+  } else {
+    node_logits = nn::linear(o, w_out_, b_out_);
+  }
   const V unit_sum = nn::scatter_add_rows(node_logits, in.unit_of_topo, in.num_units());
   return nn::add(nn::mul(unit_sum, V(in.unit_scale)), V(in.mask));
 }

@@ -10,10 +10,17 @@
 //        "lstm": true -> o = film(LSTM(h_t)), one LSTM over the nodes in topological order:
 //        HDP's recurrent placer on GDP's embeddings, the paper's RQ2)
 //   node logits = W_o o + b_o                                                      (N, A)
+//       (head "position": W_o's rows are computed from the devices, not learned per slot:
+//        W_o = W_2 tanh(W_1 phi + b_1), b_o = w_b . tanh(W_1 phi + b_1), where phi (A, P) holds
+//        each device's position p = (k + 0.5) / D as low harmonics of p, 1 / D, its memory and
+//        speed relative to the cluster's largest, and whether it is the anchored slot. A
+//        device's logit is then a smooth function of its position in [0, 1], so one network
+//        serves any D: a 3- or 6-way split is the same function read at other points.)
 //   unit logits = mean over each placement unit's nodes, + mask                    (U, A)
 // A = max_devices; the columns of devices the cluster does not have are masked (-1e9), so one
-// policy serves clusters of 2..A devices. A unit is a colocation group or a lone op
-// (place/units.h): a group takes one decision.
+// policy serves clusters of 2..A devices (head "slots": column k is device k's own weights,
+// trained only by clusters with more than k devices; docs/policy.md, "The head"). A unit is a
+// colocation group or a lone op (place/units.h): a group takes one decision.
 //
 // Symmetry anchor: on a cluster whose devices are interchangeable (identical specs and
 // identical routes to the others, as in every preset), a placement and its relabelings have the
@@ -71,6 +78,10 @@ struct PolicyConfig {
   // off it, forward, backward and update), so that a reward difference has a cause the
   // network can learn (docs/ppo.md, "Transfer").
   std::string decision = "op";
+  // The output layer: "slots", one learned row per device slot (policies trained before the
+  // position head); "position", rows computed from each device's position and specs (above).
+  std::string head = "slots";
+  int32_t head_hidden = 32;  // the position head's hidden width
 
   // Strict: unknown keys, wrong types and impossible values are InputErrors naming `source`
   // and the key. Missing keys keep their defaults.
@@ -88,6 +99,7 @@ struct BasicPolicyInput {
   nn::BasicTensor<T> mask;            // (U, A) 0 for allowed devices, -1e9 for the others
   bool anchored = false;              // unit 0 pinned to device 0 (PolicyConfig::anchor)
   nn::BasicTensor<T> x, stats;        // features as T
+  nn::BasicTensor<T> device_x;        // (A, P) the position head's device features (zeros else)
   int32_t num_devices = 0;
   int32_t num_units() const { return units.num_units(); }
   // Moves the tensors the forward pass reads to `device` (the policy's parameters must be
@@ -97,6 +109,7 @@ struct BasicPolicyInput {
     stats = stats.to_device(device);
     unit_scale = unit_scale.to_device(device);
     mask = mask.to_device(device);
+    if (device_x.numel() > 0) device_x = device_x.to_device(device);
   }
 };
 
@@ -135,7 +148,8 @@ class BasicPolicy {
   std::unique_ptr<nn::BasicTransformerXL<T>> xl_;
   nn::BasicVar<T> w_m_, b_m_;                   // (D, D), (D): the MLP of the no-attention ablation
   std::unique_ptr<nn::BasicLstmCell<T>> lstm_;  // the recurrent placer (config.lstm)
-  nn::BasicVar<T> w_out_, b_out_;               // (A, D), (A)
+  nn::BasicVar<T> w_out_, b_out_;               // (A, D), (A): the slots head
+  nn::BasicVar<T> w_h1_, b_h1_, w_h2_, w_hb_;   // (H, P), (H), (D, H), (1, H): the position head
 };
 
 using Policy = BasicPolicy<float>;
@@ -146,6 +160,13 @@ using PolicyInputD = BasicPolicyInput<double>;
 // The policy's actions (U) for a placement: each unit's device (its first op's), relabeled on
 // an anchored input so that unit 0 is on label 0 (a relabeling has the same step time).
 std::vector<int32_t> unit_actions(const Placement& p, const PolicyInput& in);
+
+// The position head's device features (P columns, kDeviceFeatures): per device slot k < D of
+// cluster c, the harmonics cos(j pi p), sin(j pi p) (j = 1..4) of p = (k + 0.5) / D, p itself,
+// 1 / D, memory and peak flops over the cluster's largest, and 1 on the anchored slot when
+// `anchored`; zeros for the slots k >= D (masked). (A, P), row-major.
+constexpr int32_t kDeviceFeatures = 14;
+std::vector<float> device_features(const Cluster& c, int32_t max_devices, bool anchored);
 
 // Sampling from unit logits (values, no tape), softmax(logits / temperature). actions (K * U),
 // sample-major; the same rng state gives the same actions.

@@ -48,6 +48,57 @@ TEST_CASE("rl/gdp/policy config: defaults, round trip, strict keys", "[rl]") {
   CHECK_THAT(err(R"({"width": 0})"), Contains("width"));
   CHECK_THAT(err(R"({"width": 30, "heads": 4})"), Contains("heads") && Contains("divisor"));
   CHECK_THAT(err(R"({"attention": 1})"), Contains("attention"));
+  CHECK(d.head == "slots");  // checkpoints without the key keep their output layer
+  CHECK_THAT(err(R"({"head": "columns"})"), Contains("head") && Contains("position"));
+  CHECK_THAT(err(R"({"head_hidden": 0})"), Contains("head_hidden"));
+}
+
+TEST_CASE("rl/gdp/policy position head: one network for any device count", "[rl]") {
+  const Graph g = test::small_rnnlm();
+  rl::PolicyConfig cfg = test::tiny_config().policy;
+  cfg.max_devices = 8;
+  cfg.head = "position";
+  const rl::Policy policy(cfg, vocab_of(g), 7);
+  // No parameter is per device slot: the same parameters for every D.
+  for (const auto& e : policy.params().entries()) CHECK(e.name.rfind("out.", 0) != 0);
+  for (const char* cluster : {"v100x3-nvlink", "v100x6-nvlink", "a100x5-pcie", "v100x8-nvlink"}) {
+    const Cluster c = read_cluster(cluster);
+    const int32_t D = c.num_devices();
+    INFO(cluster);
+    const rl::PolicyInput in = policy.prepare(g, c);
+    const nn::Tensor l = policy.forward(in).value();
+    REQUIRE(l.shape() == nn::Shape{in.num_units(), 8});
+    // The cluster's devices are open (beyond the anchored unit 0), the other slots masked, and
+    // the untrained head is close to uniform over the open ones.
+    for (int32_t a = 0; a < 8; ++a) {
+      const float v = l[1 * 8 + a];
+      if (a < D) {
+        CHECK(std::abs(v) < 0.5f);
+      } else {
+        CHECK(v < -1e8f);
+      }
+    }
+    // Device features: positions (k + 0.5) / D in order, 1 / D, the anchored slot flagged.
+    const std::vector<float> f = rl::device_features(c, 8, true);
+    for (int32_t k = 0; k < 8; ++k) {
+      const float* r = f.data() + static_cast<size_t>(k) * rl::kDeviceFeatures;
+      if (k < D) {
+        CHECK(r[8] == Approx((k + 0.5) / D));
+        CHECK(r[9] == Approx(1.0 / D));
+        CHECK(r[10] == Approx(1.0));  // identical devices: each the largest
+        CHECK(r[12] == (k == 0 ? 1.0f : 0.0f));
+      } else {
+        for (int32_t p = 0; p < rl::kDeviceFeatures; ++p) CHECK(r[p] == 0.0f);
+      }
+    }
+  }
+  // Devices that differ: memory relative to the largest; no anchor.
+  Cluster mixed = read_cluster("v100x3-nvlink");
+  mixed.devices[1].memory_bytes /= 2;
+  mixed.finalize();
+  const std::vector<float> f = rl::device_features(mixed, 8, false);
+  CHECK(f[1 * rl::kDeviceFeatures + 10] == Approx(0.5));
+  CHECK(f[0 * rl::kDeviceFeatures + 12] == 0.0f);
 }
 
 TEST_CASE("rl/gdp/policy logits: one row per unit, devices beyond the cluster masked", "[rl]") {
@@ -118,12 +169,17 @@ TEST_CASE("rl/gdp/policy logits: one row per unit, devices beyond the cluster ma
 }
 
 TEST_CASE(
-    "rl/gdp/policy gradients by finite differences (attention and superposition on and off, LSTM)",
+    "rl/gdp/policy gradients by finite differences (attention and superposition on and off, LSTM, "
+    "position head)",
     "[rl]") {
   const Graph g = test::two_chains();
   const Cluster c = test::full_mesh(3);
-  for (int variant = 0; variant < 4; ++variant) {
+  for (int variant = 0; variant < 5; ++variant) {
     rl::PolicyConfig cfg = test::tiny_config().policy;
+    if (variant == 4) {
+      cfg.head = "position";
+      cfg.head_hidden = 3;
+    }
     cfg.width = 4;
     cfg.ffn = 4;
     // One segment: Transformer-XL stops the gradient through its memory on purpose, which
@@ -135,7 +191,7 @@ TEST_CASE(
     cfg.superposition = variant != 2;
     cfg.lstm = variant == 3;
     INFO("attention " << cfg.attention << " superposition " << cfg.superposition << " lstm "
-                      << cfg.lstm);
+                      << cfg.lstm << " head " << cfg.head);
     rl::PolicyD policy(cfg, vocab_of(g), 11);
     const rl::PolicyInputD in = policy.prepare(g, c);
     std::vector<nn::VarD> params;
