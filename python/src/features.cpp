@@ -27,14 +27,19 @@ constexpr std::array<const char*, kNodeFeatures> kNodeColumns = {
     "temp_bytes",     "resident_frac",     "output_frac",     "in_degree",
     "out_degree",     "in_edge_bytes",     "out_edge_bytes",  "topo_pos",
     "level",          "has_group",         "group_size",      "unit_resident_frac",
-    "stage_time",     "stage_memory",      "stage_rank"};
+    "stage_time",     "stage_memory",      "stage_rank",      "out_comm_time",
+    "comm_ratio"};
 constexpr std::array<const char*, kGraphFeatures> kGraphColumns = {
-    "ops",          "edges",       "mean_degree",   "depth",         "depth_frac",
-    "flops",        "cost_time",   "param_bytes",   "resident_frac", "memory_frac",
-    "devices",      "log_devices", "frac_forward",  "frac_backward", "frac_update",
-    "frac_grouped", "units_frac",  "frac_measured", "device_memory", "stage_ranks"};
-static_assert(feat::stage_rank == kNodeFeatures - 1);
-static_assert(feat::g_stage_ranks == kGraphFeatures - 1);
+    "ops",           "edges",         "mean_degree",
+    "depth",         "depth_frac",    "flops",
+    "cost_time",     "param_bytes",   "resident_frac",
+    "memory_frac",   "devices",       "log_devices",
+    "frac_forward",  "frac_backward", "frac_update",
+    "frac_grouped",  "units_frac",    "frac_measured",
+    "device_memory", "stage_ranks",   "link_bandwidth",
+    "comm_ratio"};
+static_assert(feat::comm_ratio == kNodeFeatures - 1);
+static_assert(feat::g_comm_ratio == kGraphFeatures - 1);
 
 }  // namespace
 

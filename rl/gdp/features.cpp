@@ -277,6 +277,29 @@ double op_row(const Graph& g, int32_t v, const DeviceSpec& dev0, const CostModel
   return t;
 }
 
+// The links as the features see them: a transfer between two devices drawn at random (mean
+// latency and mean 1 / bandwidth over the ordered device pairs; nothing on one device).
+struct Links {
+  double latency_s = 0, inv_Bps = 0;
+  double time_s(double bytes) const { return bytes > 0 ? latency_s + bytes * inv_Bps : 0.0; }
+};
+Links links_of(const Cluster& c) {
+  Links l;
+  const int32_t D = c.num_devices();
+  if (D < 2) return l;
+  for (int32_t s = 0; s < D; ++s)
+    for (int32_t d = 0; d < D; ++d) {
+      if (s == d) continue;
+      const RouteCost r = c.route_cost(s, d);
+      l.latency_s += r.latency_s;
+      l.inv_Bps += 1.0 / r.bottleneck_Bps;
+    }
+  const double pairs = static_cast<double>(D) * (D - 1);
+  l.latency_s /= pairs;
+  l.inv_Bps /= pairs;
+  return l;
+}
+
 // The graph-level row.
 nn::Tensor graph_row(const Graph& g, const Cluster& c, const Structure& st, const Totals& sum,
                      const Capacity& cap, int32_t num_units, int32_t num_stage_ranks) {
@@ -308,6 +331,11 @@ nn::Tensor graph_row(const Graph& g, const Cluster& c, const Structure& st, cons
   gput(feat::g_frac_measured, frac(static_cast<double>(sum.measured)));
   gput(feat::g_device_memory, log10p(cap.min, 1e9));
   gput(feat::g_stage_ranks, log10p(static_cast<double>(num_stage_ranks), 1));
+  const Links links = links_of(c);
+  gput(feat::g_link_bandwidth, links.inv_Bps > 0 ? log10p(1.0 / links.inv_Bps, 1e9) : 0.0);
+  double comm = 0;
+  for (int32_t v = 0; v < N; ++v) comm += links.time_s(st.out_bytes[v]);
+  gput(feat::g_comm_ratio, sum.time > 0 ? log10p(comm / sum.time, 1) : 0.0);
   return t;
 }
 
@@ -359,6 +387,14 @@ NodeFeatures featurize(const Graph& g, const Cluster& c, const OpVocabulary& voc
     row[feat::stage_time] = static_cast<float>(sc.by_time[v]);
     row[feat::stage_memory] = static_cast<float>(sc.by_memory[v]);
     row[feat::stage_rank] = static_cast<float>(sc.by_rank[v]);
+  }
+  const Links links = links_of(c);
+  for (int32_t v = 0; v < N; ++v) {
+    float* row = x + static_cast<int64_t>(v) * kNodeFeatures;
+    const double comm = links.time_s(st.out_bytes[v]);
+    row[feat::out_comm_time] = static_cast<float>(log10p(comm, kTimeUnit));
+    row[feat::comm_ratio] =
+        static_cast<float>(log10p(std::min(comm / std::max(op_time[v], 1e-7), 1e6), 1));
   }
   f.stage_rank = sc.rank;
   f.num_stage_ranks = sc.num_ranks;

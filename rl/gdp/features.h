@@ -48,12 +48,15 @@ class OpVocabulary {
   std::unordered_map<std::string, int32_t> index_;  // type -> 1..V-1
 };
 
-constexpr int32_t kNodeFeatures = 39;   // K: width of NodeFeatures::x
-constexpr int32_t kGraphFeatures = 20;  // G: width of NodeFeatures::graph_stats
+constexpr int32_t kNodeFeatures = 41;   // K: width of NodeFeatures::x
+constexpr int32_t kGraphFeatures = 22;  // G: width of NodeFeatures::graph_stats
 // The first feature set (policies trained before the stage coordinates, PolicyConfig
 // features 1) reads only the leading columns: the columns added since are appended.
 constexpr int32_t kNodeFeaturesV1 = 36;
 constexpr int32_t kGraphFeaturesV1 = 19;
+// The columns a policy with "features": 2 reads (the stage coordinates, before the links).
+constexpr int32_t kNodeFeaturesV2 = 39;
+constexpr int32_t kGraphFeaturesV2 = 20;
 
 // Column indices of NodeFeatures::x (docs/policy.md has the transforms).
 namespace feat {
@@ -98,6 +101,9 @@ enum NodeColumn : int32_t {
   stage_time,    // midpoint of the op's stage rank in cumulative op time, [0, 1]
   stage_memory,  // the same in cumulative resident + output bytes
   stage_rank,    // (rank + 0.5) / ranks
+  // The links, features 3 on: what sending the op's outputs to another device costs.
+  out_comm_time,  // latency + out-edge bytes / bandwidth, averaged over device pairs
+  comm_ratio,     // out_comm_time / the op's cost_time
   kNodeCount
 };
 enum GraphColumn : int32_t {
@@ -119,8 +125,10 @@ enum GraphColumn : int32_t {
   g_frac_grouped,
   g_units_frac,  // colocation units / ops
   g_frac_measured,
-  g_device_memory,  // smallest device capacity, log10(1 + GB)
-  g_stage_ranks,    // stage ranks (place/stages.h), log10(1 + R); features 2 on
+  g_device_memory,   // smallest device capacity, log10(1 + GB)
+  g_stage_ranks,     // stage ranks (place/stages.h), log10(1 + R); features 2 on
+  g_link_bandwidth,  // harmonic mean of the device pairs' route bandwidths; features 3 on
+  g_comm_ratio,      // sum over ops of out_comm_time / one-device compute time
   kGraphCount
 };
 }  // namespace feat

@@ -52,7 +52,7 @@ PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string&
   c.superposition = bool_key(sj, j, "superposition", c.superposition);
   c.film_hidden = int_key(sj, j, "film_hidden", c.film_hidden, 1, 65536);
   c.anchor = bool_key(sj, j, "anchor", c.anchor);
-  c.features = int_key(sj, j, "features", c.features, 1, 2);
+  c.features = int_key(sj, j, "features", c.features, 1, 3);
   if (j.contains("decision")) {
     c.decision = sj.string(j, "decision", "");
     if (c.decision != "op" && c.decision != "stage")

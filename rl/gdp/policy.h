@@ -71,7 +71,8 @@ struct PolicyConfig {
   bool anchor = true;         // pin the first unit to device 0 on interchangeable devices
   int32_t film_hidden = 64;
   // Input feature set: 1, the first 36 node and 19 graph columns (policies trained before
-  // the stage coordinates); 2, all of rl/gdp/features.h (the stage coordinates too).
+  // the stage coordinates); 2, the first 39 and 20 (the stage coordinates too); 3, all of
+  // rl/gdp/features.h (the links' cost too: without it a policy cannot tell NVLink from PCIe).
   int32_t features = 1;
   // What one decision places: "op", a colocation unit (a group or a lone op); "stage", every
   // op of one structural stage rank (place/stages.h: a parameter group and the ops that hang
@@ -131,8 +132,16 @@ class BasicPolicy {
   const PolicyConfig& config() const { return config_; }
   const OpVocabulary& vocabulary() const { return vocab_; }
   // Feature columns the network reads (PolicyConfig::features).
-  int32_t node_width() const { return config_.features == 1 ? kNodeFeaturesV1 : kNodeFeatures; }
-  int32_t graph_width() const { return config_.features == 1 ? kGraphFeaturesV1 : kGraphFeatures; }
+  int32_t node_width() const {
+    return config_.features == 1   ? kNodeFeaturesV1
+           : config_.features == 2 ? kNodeFeaturesV2
+                                   : kNodeFeatures;
+  }
+  int32_t graph_width() const {
+    return config_.features == 1   ? kGraphFeaturesV1
+           : config_.features == 2 ? kGraphFeaturesV2
+                                   : kGraphFeatures;
+  }
   nn::BasicParameterBuffer<T>& params() { return params_; }
   const nn::BasicParameterBuffer<T>& params() const { return params_; }
 

@@ -165,6 +165,15 @@ TEST_CASE("rl/features every column of a hand-built op matches its formula", "[r
   want[feat::stage_time] = sc.by_time[0];
   want[feat::stage_memory] = sc.by_memory[0];
   want[feat::stage_rank] = sc.by_rank[0];
+  // The links: one route each way between the two V100s.
+  const RouteCost route = c.route_cost(0, 1);
+  REQUIRE(route.bottleneck_Bps > 0);
+  auto comm = [&](double bytes) {
+    return bytes > 0 ? route.latency_s + bytes / route.bottleneck_Bps : 0.0;
+  };
+  const double a_out = 53760 + 53760 + 16;
+  want[feat::out_comm_time] = lg(comm(a_out), 1e-6);
+  want[feat::comm_ratio] = lg(comm(a_out) / 1e-3, 1);
   CHECK(f.stage_rank == sc.rank);
   CHECK(f.num_stage_ranks == sc.num_ranks);
   for (int32_t k = 0; k < kNodeFeatures; ++k) {
@@ -237,6 +246,12 @@ TEST_CASE("rl/features every column of a hand-built op matches its formula", "[r
   gw[feat::g_frac_measured] = 0.5;
   gw[feat::g_device_memory] = lg(cap, 1e9);
   gw[feat::g_stage_ranks] = lg(sc.num_ranks, 1);
+  gw[feat::g_link_bandwidth] = lg(route.bottleneck_Bps, 1e9);
+  std::vector<double> out_bytes(4, 0.0);
+  for (const Edge& e : g.edges()) out_bytes[e.src] += static_cast<double>(e.bytes);
+  double comm_sum = 0;
+  for (double b : out_bytes) comm_sum += comm(b);
+  gw[feat::g_comm_ratio] = lg(comm_sum / t_sum, 1);
   for (int32_t k = 0; k < kGraphFeatures; ++k) {
     INFO("graph column " << k);
     CHECK(s.at({0, k}) == Approx(gw[k]).margin(1e-7));

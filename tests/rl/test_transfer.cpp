@@ -57,7 +57,7 @@ TEST_CASE("rl/transfer regime: the preset, keys that override it, a strict round
   };
   CHECK_THAT(err(R"({"regime": "fast"})"), Contains("c.json: regime") && Contains("transfer"));
   CHECK_THAT(err(R"({"policy": {"decision": "layer"}})"), Contains("decision"));
-  CHECK_THAT(err(R"({"policy": {"features": 3}})"), Contains("features"));
+  CHECK_THAT(err(R"({"policy": {"features": 4}})"), Contains("features"));
   CHECK_THAT(err(R"({"type_dropout": 1.5})"), Contains("type_dropout"));
 }
 
@@ -72,7 +72,7 @@ TEST_CASE("rl/stage decisions: one decision per stage rank, a rank's ops on one 
   REQUIRE(in.features.num_stage_ranks > 1);
   CHECK(in.num_units() <= in.features.num_stage_ranks);
   CHECK(in.num_units() < g.num_ops() / 10);
-  CHECK(in.x.dim(1) == 2 * rl::kNodeFeatures);
+  CHECK(in.x.dim(1) == 2 * rl::kNodeFeaturesV2);
   nn::NoGradGuard no_grad;
   const nn::Var logits = policy.forward(in);
   Rng rng(1);
@@ -92,6 +92,11 @@ TEST_CASE("rl/stage decisions: one decision per stage rank, a rank's ops on one 
   old.decision = "op";
   rl::Policy v1(old, rl::OpVocabulary::from_graphs({&g}), 3);
   CHECK(v1.prepare(g, c).x.dim(1) == 2 * rl::kNodeFeaturesV1);
+  // The third reads every column (the links' cost too).
+  old.features = 3;
+  rl::Policy v3(old, rl::OpVocabulary::from_graphs({&g}), 3);
+  CHECK(v3.prepare(g, c).x.dim(1) == 2 * rl::kNodeFeatures);
+  CHECK(v3.prepare(g, c).stats.dim(1) == rl::kGraphFeatures);
 }
 
 TEST_CASE("rl/type dropout and family weights: deterministic, and they change the run", "[rl]") {
