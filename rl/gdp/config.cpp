@@ -140,7 +140,7 @@ TrainConfig TrainConfig::preset(const std::string& regime, const std::string& so
   if (regime != "transfer")
     throw InputError(source + ": expected \"search\" or \"transfer\", got \"" + regime + "\"");
   c.regime = regime;
-  c.policy.features = 3;  // the links' cost too (docs/results.md, "The links as an input")
+  c.policy.features = 2;  // 3 (the links too) measured worse at full length (docs/results.md)
   c.policy.decision = "stage";
   c.samples_per_iteration = 16;
   c.imitation_steps = 0;

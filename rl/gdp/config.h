@@ -42,7 +42,7 @@ struct TrainConfig {
   // The named regime whose defaults the other keys start from (docs/ppo.md): "search", the
   // levers that win on one graph (GDP-one, fine-tuning: local proposals, elites, warm start;
   // the defaults below); "transfer", pre-training for zero-shot transfer (`gdp train
-  // --suite`): stage decisions over the stage and link features, K = 16 on-policy samples, no warm
+  // --suite`): stage decisions over the stage features, K = 16 on-policy samples, no warm
   // start, no behaviour cloning, no elites, no local proposals, type dropout 0.1, families
   // weighted equally.
   std::string regime = "search";

@@ -20,7 +20,7 @@ using Catch::Contains;
 TEST_CASE("rl/transfer regime: the preset, keys that override it, a strict round trip", "[rl]") {
   const rl::TrainConfig t = rl::TrainConfig::preset("transfer");
   CHECK(t.regime == "transfer");
-  CHECK(t.policy.features == 3);
+  CHECK(t.policy.features == 2);
   CHECK(t.policy.decision == "stage");
   CHECK(t.samples_per_iteration == 16);
   CHECK(t.imitation_steps == 0);
