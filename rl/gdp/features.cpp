@@ -301,8 +301,10 @@ Links links_of(const Cluster& c) {
 }
 
 // The graph-level row.
+// `links`: links_of(c); `comm_s`: the sum over ops of their out_comm_time (seconds).
 nn::Tensor graph_row(const Graph& g, const Cluster& c, const Structure& st, const Totals& sum,
-                     const Capacity& cap, int32_t num_units, int32_t num_stage_ranks) {
+                     const Capacity& cap, int32_t num_units, int32_t num_stage_ranks,
+                     const Links& links, double comm_s) {
   const int32_t N = g.num_ops();
   nn::Tensor t({1, kGraphFeatures});
   float* gs = t.data();
@@ -331,11 +333,8 @@ nn::Tensor graph_row(const Graph& g, const Cluster& c, const Structure& st, cons
   gput(feat::g_frac_measured, frac(static_cast<double>(sum.measured)));
   gput(feat::g_device_memory, log10p(cap.min, 1e9));
   gput(feat::g_stage_ranks, log10p(static_cast<double>(num_stage_ranks), 1));
-  const Links links = links_of(c);
   gput(feat::g_link_bandwidth, links.inv_Bps > 0 ? log10p(1.0 / links.inv_Bps, 1e9) : 0.0);
-  double comm = 0;
-  for (int32_t v = 0; v < N; ++v) comm += links.time_s(st.out_bytes[v]);
-  gput(feat::g_comm_ratio, sum.time > 0 ? log10p(comm / sum.time, 1) : 0.0);
+  gput(feat::g_comm_ratio, sum.time > 0 ? log10p(comm_s / sum.time, 1) : 0.0);
   return t;
 }
 
@@ -389,9 +388,11 @@ NodeFeatures featurize(const Graph& g, const Cluster& c, const OpVocabulary& voc
     row[feat::stage_rank] = static_cast<float>(sc.by_rank[v]);
   }
   const Links links = links_of(c);
+  double comm_s = 0;
   for (int32_t v = 0; v < N; ++v) {
     float* row = x + static_cast<int64_t>(v) * kNodeFeatures;
     const double comm = links.time_s(st.out_bytes[v]);
+    comm_s += comm;
     row[feat::out_comm_time] = static_cast<float>(log10p(comm, kTimeUnit));
     row[feat::comm_ratio] =
         static_cast<float>(log10p(std::min(comm / std::max(op_time[v], 1e-7), 1e6), 1));
@@ -399,7 +400,7 @@ NodeFeatures featurize(const Graph& g, const Cluster& c, const OpVocabulary& voc
   f.stage_rank = sc.rank;
   f.num_stage_ranks = sc.num_ranks;
   f.adj = nn::make_adjacency(N, st.src, st.dst);
-  f.graph_stats = graph_row(g, c, st, sum, cap, units.num_units(), sc.num_ranks);
+  f.graph_stats = graph_row(g, c, st, sum, cap, units.num_units(), sc.num_ranks, links, comm_s);
   return f;
 }
 

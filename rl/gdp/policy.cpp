@@ -144,20 +144,20 @@ std::vector<float> device_features(const Cluster& c, int32_t max_devices, bool a
     flops = std::max(flops, d.peak_fp32_flops);
   }
   std::vector<float> f(static_cast<size_t>(max_devices) * P, 0.0f);
-  for (int32_t k = 0; k < D && k < max_devices; ++k) {
+  for (int32_t k = 0; k < std::min(D, max_devices); ++k) {
     float* r = f.data() + static_cast<size_t>(k) * P;
     const double p = (k + 0.5) / D;
     for (int32_t j = 1; j <= 4; ++j) {
       r[2 * (j - 1)] = static_cast<float>(std::cos(j * M_PI * p));
       r[2 * (j - 1) + 1] = static_cast<float>(std::sin(j * M_PI * p));
     }
-    r[8] = static_cast<float>(p);
-    r[9] = static_cast<float>(1.0 / D);
+    r[devfeat::position] = static_cast<float>(p);
+    r[devfeat::inv_count] = static_cast<float>(1.0 / D);
     const DeviceSpec& spec = c.devices[static_cast<size_t>(k)];
-    r[10] = mem > 0 ? static_cast<float>(spec.memory_bytes / mem) : 0.0f;
-    r[11] = flops > 0 ? static_cast<float>(spec.peak_fp32_flops / flops) : 0.0f;
-    r[12] = anchored && k == 0 ? 1.0f : 0.0f;
-    r[13] = 1.0f;
+    r[devfeat::memory] = mem > 0 ? static_cast<float>(spec.memory_bytes / mem) : 0.0f;
+    r[devfeat::flops] = flops > 0 ? static_cast<float>(spec.peak_fp32_flops / flops) : 0.0f;
+    r[devfeat::anchor] = anchored && k == 0 ? 1.0f : 0.0f;
+    r[devfeat::one] = 1.0f;
   }
   return f;
 }

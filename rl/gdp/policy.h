@@ -170,11 +170,22 @@ using PolicyInputD = BasicPolicyInput<double>;
 // an anchored input so that unit 0 is on label 0 (a relabeling has the same step time).
 std::vector<int32_t> unit_actions(const Placement& p, const PolicyInput& in);
 
-// The position head's device features (P columns, kDeviceFeatures): per device slot k < D of
-// cluster c, the harmonics cos(j pi p), sin(j pi p) (j = 1..4) of p = (k + 0.5) / D, p itself,
-// 1 / D, memory and peak flops over the cluster's largest, and 1 on the anchored slot when
-// `anchored`; zeros for the slots k >= D (masked). (A, P), row-major.
-constexpr int32_t kDeviceFeatures = 14;
+// The position head's device features (P = kDeviceFeatures columns): per device slot k < D of
+// cluster c, the harmonics cos(j pi p), sin(j pi p) (j = 1..4, columns 2(j-1) and 2(j-1)+1) of
+// p = (k + 0.5) / D, then the named columns below; zeros for the slots k >= D (masked).
+// (A, P), row-major.
+namespace devfeat {
+enum DeviceColumn : int32_t {
+  position = 8,  // p
+  inv_count,     // 1 / D
+  memory,        // memory over the cluster's largest
+  flops,         // peak fp32 flops over the cluster's largest
+  anchor,        // 1 on the anchored slot (slot 0 when `anchored`)
+  one,           // a constant 1 (what tells an open slot from a masked one)
+  kCount
+};
+}  // namespace devfeat
+constexpr int32_t kDeviceFeatures = devfeat::kCount;
 std::vector<float> device_features(const Cluster& c, int32_t max_devices, bool anchored);
 
 // Sampling from unit logits (values, no tape), softmax(logits / temperature). actions (K * U),

@@ -83,10 +83,13 @@ TEST_CASE("rl/gdp/policy position head: one network for any device count", "[rl]
     for (int32_t k = 0; k < 8; ++k) {
       const float* r = f.data() + static_cast<size_t>(k) * rl::kDeviceFeatures;
       if (k < D) {
-        CHECK(r[8] == Approx((k + 0.5) / D));
-        CHECK(r[9] == Approx(1.0 / D));
-        CHECK(r[10] == Approx(1.0));  // identical devices: each the largest
-        CHECK(r[12] == (k == 0 ? 1.0f : 0.0f));
+        CHECK(r[rl::devfeat::position] == Approx((k + 0.5) / D));
+        CHECK(r[0] == Approx(std::cos(M_PI * (k + 0.5) / D)));  // the first harmonic
+        CHECK(r[rl::devfeat::inv_count] == Approx(1.0 / D));
+        CHECK(r[rl::devfeat::memory] == Approx(1.0));  // identical devices: each the largest
+        CHECK(r[rl::devfeat::flops] == Approx(1.0));
+        CHECK(r[rl::devfeat::anchor] == (k == 0 ? 1.0f : 0.0f));
+        CHECK(r[rl::devfeat::one] == 1.0f);
       } else {
         for (int32_t p = 0; p < rl::kDeviceFeatures; ++p) CHECK(r[p] == 0.0f);
       }
@@ -97,8 +100,8 @@ TEST_CASE("rl/gdp/policy position head: one network for any device count", "[rl]
   mixed.devices[1].memory_bytes /= 2;
   mixed.finalize();
   const std::vector<float> f = rl::device_features(mixed, 8, false);
-  CHECK(f[1 * rl::kDeviceFeatures + 10] == Approx(0.5));
-  CHECK(f[0 * rl::kDeviceFeatures + 12] == 0.0f);
+  CHECK(f[1 * rl::kDeviceFeatures + rl::devfeat::memory] == Approx(0.5));
+  CHECK(f[0 * rl::kDeviceFeatures + rl::devfeat::anchor] == 0.0f);
 }
 
 TEST_CASE("rl/gdp/policy logits: one row per unit, devices beyond the cluster masked", "[rl]") {
