@@ -52,7 +52,7 @@ place::GuidePlan policy_plan(const Policy& policy, place::Run& run, const place:
   const nn::Var logits = policy.forward(in);
   place::GuidePlan plan;
   if (in.units.unit_of == units.unit_of) {
-    plan.guide = guide_of(logits.value(), in.anchored, mix);
+    plan.guide = guide_of(unit_rows(logits.value(), in), in.anchored, mix);
   } else {
     // A policy of coarser decisions (PolicyConfig::decision "stage": unions of colocation
     // units, numbered alike, so anneal's unit 0 is in the policy's unit 0): each of anneal's
@@ -66,7 +66,7 @@ place::GuidePlan policy_plan(const Policy& policy, place::Run& run, const place:
     }
     plan.guide = guide_of(rows, in.anchored, mix);
   }
-  plan.starts.push_back(placement_of(in.units, greedy_actions(logits.value()), 0));
+  plan.starts.push_back(placement_of(in, greedy_actions(logits.value()), 0));
   plan.start_names.push_back("policy greedy");
   // The samples leave room for the start methods and a few moves.
   const int64_t room = std::max<int64_t>(0, run.samples_left() - 8);
@@ -74,7 +74,7 @@ place::GuidePlan policy_plan(const Policy& policy, place::Run& run, const place:
   Rng rng(run.seed() ^ 0x6a09e667f3bcc909ull);
   const std::vector<int32_t> acts = sample_actions(logits.value(), n, rng);
   for (int32_t k = 0; k < n; ++k) {
-    plan.starts.push_back(placement_of(in.units, acts, k));
+    plan.starts.push_back(placement_of(in, acts, k));
     plan.start_names.push_back("policy sample " + std::to_string(k + 1));
   }
   char mix_s[32];

@@ -67,7 +67,7 @@ class GdpPlacer : public place::Placer {
     nn::NoGradGuard no_grad;
     const PolicyInput in = policy.prepare(pb.graph(), pb.cluster(), pb.cost());
     const nn::Var logits = policy.forward(in);
-    return placement_of(in.units, greedy_actions(logits.value()), 0);
+    return placement_of(in, greedy_actions(logits.value()), 0);
   }
 
   Placement zero_shot(place::Run& run, const Policy& policy) {
@@ -75,12 +75,14 @@ class GdpPlacer : public place::Placer {
     nn::NoGradGuard no_grad;
     const PolicyInput in = policy.prepare(pb.graph(), pb.cluster(), pb.cost());
     const nn::Var logits = policy.forward(in);
-    std::vector<Placement> ps{placement_of(in.units, greedy_actions(logits.value()), 0)};
+    const std::vector<int32_t> greedy = greedy_actions(logits.value());
+    const int32_t greedy_used = in.devices_used ? greedy.back() + 1 : in.num_devices;
+    std::vector<Placement> ps{placement_of(in, greedy, 0)};
     Rng rng(run.seed());
     const int32_t n = static_cast<int32_t>(
         std::min<int64_t>(samples_, std::max<int64_t>(0, run.samples_left() - 1)));
     const std::vector<int32_t> acts = sample_actions(logits.value(), n, rng, temperature_);
-    for (int32_t k = 0; k < n; ++k) ps.push_back(placement_of(in.units, acts, k));
+    for (int32_t k = 0; k < n; ++k) ps.push_back(placement_of(in, acts, k));
     const std::vector<double> t = run.evaluate(ps);
     int32_t raw_valid = 0;
     for (double x : t) raw_valid += std::isfinite(x);
@@ -106,7 +108,11 @@ class GdpPlacer : public place::Placer {
     }
     run.set_note("zero-shot: greedy" +
                  (n ? " and " + std::to_string(n) + " samples" : std::string()) + " from " +
-                 checkpoint_ + ", " + std::to_string(in.num_units()) + " decisions; " +
+                 checkpoint_ + ", " + std::to_string(in.num_units()) + " decisions" +
+                 (in.devices_used ? ", greedy on " + std::to_string(greedy_used) + " of " +
+                                        std::to_string(in.num_devices) + " devices"
+                                  : std::string()) +
+                 "; " +
                  std::to_string(raw_valid) + "/" + std::to_string(ps.size()) + " valid as decoded" +
                  repaired);
     return run.has_best() ? run.best() : ps[0];

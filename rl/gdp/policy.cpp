@@ -36,7 +36,7 @@ PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string&
   sj.check_keys(j, "", {},
                 {"max_devices", "type_embedding", "width", "sage_layers", "attention", "lstm",
                  "attention_layers", "heads", "ffn", "segment", "memory", "superposition",
-                 "film_hidden", "anchor", "features", "decision", "head", "head_hidden"});
+                 "film_hidden", "anchor", "features", "decision", "head", "head_hidden", "devices_used"});
   PolicyConfig c;
   c.max_devices = int_key(sj, j, "max_devices", c.max_devices, 1, 1024);
   c.type_embedding = int_key(sj, j, "type_embedding", c.type_embedding, 1, 4096);
@@ -64,6 +64,7 @@ PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string&
       sj.fail("head", "expected \"slots\" or \"position\", got \"" + c.head + "\"");
   }
   c.head_hidden = int_key(sj, j, "head_hidden", c.head_hidden, 1, 4096);
+  c.devices_used = bool_key(sj, j, "devices_used", c.devices_used);
   if (c.width % c.heads != 0)
     sj.fail("heads", "expected a divisor of width " + std::to_string(c.width) + ", got " +
                          std::to_string(c.heads));
@@ -90,6 +91,7 @@ nlohmann::ordered_json PolicyConfig::to_json() const {
   j["decision"] = decision;
   j["head"] = head;
   j["head_hidden"] = head_hidden;
+  j["devices_used"] = devices_used;
   return j;
 }
 
@@ -133,6 +135,11 @@ BasicPolicy<T>::BasicPolicy(const PolicyConfig& config, OpVocabulary vocab, uint
   } else {
     w_out_ = params_.add_uniform("out.w", {A, D}, 0.01 * bound(D), rng_);
     b_out_ = params_.add_constant("out.b", {A}, T(0));
+  }
+  if (c.devices_used) {  // starts near uniform over L, as the unit rows do
+    w_c_ = params_.add_uniform("count.w", {A, D}, 0.01 * bound(D), rng_);
+    b_c_ = params_.add_constant("count.b", {A}, T(0));
+    w_cg_ = params_.add_uniform("count.w_graph", {A, G}, 0.01 * bound(G), rng_);
   }
 }
 
@@ -187,13 +194,15 @@ BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c,
   std::vector<T> scale(U);
   for (int32_t u = 0; u < U; ++u) scale[u] = T(1) / count[u];
   in.unit_scale = nn::BasicTensor<T>::from_vector({U, 1}, scale);
-  std::vector<T> mask(static_cast<size_t>(U) * A, T(0));
-  for (int32_t u = 0; u < U; ++u)
+  in.devices_used = config_.devices_used;
+  const int32_t R = in.num_rows();
+  std::vector<T> mask(static_cast<size_t>(R) * A, T(0));
+  for (int32_t u = 0; u < R; ++u)
     for (int32_t a = D; a < A; ++a) mask[static_cast<size_t>(u) * A + a] = T(kMaskLogit);
   in.anchored = config_.anchor && D > 1 && c.devices_interchangeable();
   if (in.anchored)
     for (int32_t a = 1; a < D; ++a) mask[a] = T(kMaskLogit);  // unit 0: device 0 only
-  in.mask = nn::BasicTensor<T>::from_vector({U, A}, mask);
+  in.mask = nn::BasicTensor<T>::from_vector({R, A}, mask);
   if (config_.head == "position") {
     const std::vector<float> f = device_features(c, A, in.anchored);
     in.device_x =
@@ -268,7 +277,13 @@ nn::BasicVar<T> BasicPolicy<T>::forward(const BasicPolicyInput<T>& in) const {
     node_logits = nn::linear(o, w_out_, b_out_);
   }
   const V unit_sum = nn::scatter_add_rows(node_logits, in.unit_of_topo, in.num_units());
-  return nn::add(nn::mul(unit_sum, V(in.unit_scale)), V(in.mask));
+  V rows = nn::mul(unit_sum, V(in.unit_scale));
+  if (w_c_.defined()) {  // the devices-used row: from the mean node output and the statistics
+    const V count = nn::add(nn::linear(nn::mean(o, 0, true), w_c_, b_c_),
+                            nn::linear(stats, w_cg_, V()));  // (1, A)
+    rows = nn::concat<T>({rows, count}, 0);
+  }
+  return nn::add(rows, V(in.mask));
 }
 
 std::vector<int32_t> sample_actions(const nn::Tensor& logits, int32_t K, Rng& rng,
@@ -301,12 +316,31 @@ std::vector<int32_t> unit_actions(const Placement& p, const PolicyInput& in) {
     a[static_cast<size_t>(u)] =
         p.device[static_cast<size_t>(units.first_op[static_cast<size_t>(u)])];
   if (in.anchored) place::anchor_labels(a);
+  if (in.devices_used) a.push_back(in.num_devices - 1);  // L = D: the placement as it is
   return a;
 }
 
 Placement placement_of(const place::Units& units, const std::vector<int32_t>& actions, int32_t k) {
   const size_t U = static_cast<size_t>(units.num_units());
   return units.expand(std::vector<int32_t>(actions.begin() + k * U, actions.begin() + (k + 1) * U));
+}
+
+Placement placement_of(const PolicyInput& in, const std::vector<int32_t>& actions, int32_t k) {
+  if (!in.devices_used) return placement_of(in.units, actions, k);
+  const size_t U = static_cast<size_t>(in.num_units()), R = U + 1;
+  const int64_t D = in.num_devices, L = actions[k * R + U] + 1;
+  std::vector<int32_t> a(actions.begin() + k * R, actions.begin() + k * R + U);
+  for (int32_t& x : a) x = static_cast<int32_t>(x * L / D);
+  return in.units.expand(a);
+}
+
+nn::Tensor unit_rows(const nn::Tensor& logits, const PolicyInput& in) {
+  const nn::Tensor host = logits.cpu().contiguous();
+  if (!in.devices_used) return host;
+  const int64_t U = in.num_units(), A = host.dim(1);
+  nn::Tensor rows({U, A});
+  std::copy(host.data(), host.data() + U * A, rows.data());
+  return rows;
 }
 
 template class BasicPolicy<float>;

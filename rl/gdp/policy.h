@@ -83,6 +83,14 @@ struct PolicyConfig {
   // position head); "position", rows computed from each device's position and specs (above).
   std::string head = "slots";
   int32_t head_hidden = 32;  // the position head's hidden width
+  // One more decision per placement: how many devices to use, L in 1..D, from the graph's
+  // pooled embedding and statistics (a row of its own, column L - 1; docs/policy.md, "Devices
+  // used"). The unit decisions a in 0..D-1 then read as positions and are coarsened onto L
+  // devices, device = floor(a L / D): L = 1 is the one-GPU placement, L = D the plain one, and a
+  // contiguous run of positions stays contiguous. Every (L, a) has an exact log-probability, so
+  // PPO learns "use fewer devices" from one sampled decision instead of from U unit decisions
+  // that must all agree.
+  bool devices_used = false;
 
   // Strict: unknown keys, wrong types and impossible values are InputErrors naming `source`
   // and the key. Missing keys keep their defaults.
@@ -97,12 +105,16 @@ struct BasicPolicyInput {
   place::Units units;
   std::vector<int64_t> unit_of_topo;  // (N) unit of the op at each topological position
   nn::BasicTensor<T> unit_scale;      // (U, 1) 1 / ops in the unit
-  nn::BasicTensor<T> mask;            // (U, A) 0 for allowed devices, -1e9 for the others
+  nn::BasicTensor<T> mask;            // (R, A) 0 for allowed devices, -1e9 for the others
   bool anchored = false;              // unit 0 pinned to device 0 (PolicyConfig::anchor)
   nn::BasicTensor<T> x, stats;        // features as T
   nn::BasicTensor<T> device_x;        // (A, P) the position head's device features (zeros else)
   int32_t num_devices = 0;
+  bool devices_used = false;  // the logits' last row is the devices-used decision (PolicyConfig)
   int32_t num_units() const { return units.num_units(); }
+  // Decisions per placement (R): the units, and the devices-used row where there is one. The
+  // actions of K samples are (K * R), sample-major.
+  int32_t num_rows() const { return num_units() + (devices_used ? 1 : 0); }
   // Moves the tensors the forward pass reads to `device` (the policy's parameters must be
   // there too: ParameterBuffer::to_device).
   void to_device(nn::Device device) {
@@ -126,7 +138,8 @@ class BasicPolicy {
   // prices the ops' time features (the caller's, so that --profile reaches them).
   BasicPolicyInput<T> prepare(const Graph& g, const Cluster& c,
                               const CostModel& cost = CostModel()) const;
-  // Unit logits (U, A), masked beyond the cluster's devices.
+  // Decision logits (R, A), masked beyond the cluster's devices: the U units' rows, then the
+  // devices-used row (PolicyConfig::devices_used).
   nn::BasicVar<T> forward(const BasicPolicyInput<T>& in) const;
 
   const PolicyConfig& config() const { return config_; }
@@ -159,6 +172,7 @@ class BasicPolicy {
   std::unique_ptr<nn::BasicLstmCell<T>> lstm_;  // the recurrent placer (config.lstm)
   nn::BasicVar<T> w_out_, b_out_;               // (A, D), (A): the slots head
   nn::BasicVar<T> w_h1_, b_h1_, w_h2_, w_hb_;   // (H, P), (H), (D, H), (1, H): the position head
+  nn::BasicVar<T> w_c_, b_c_, w_cg_;            // (A, D), (A), (A, G): the devices-used row
 };
 
 using Policy = BasicPolicy<float>;
@@ -166,8 +180,9 @@ using PolicyD = BasicPolicy<double>;
 using PolicyInput = BasicPolicyInput<float>;
 using PolicyInputD = BasicPolicyInput<double>;
 
-// The policy's actions (U) for a placement: each unit's device (its first op's), relabeled on
-// an anchored input so that unit 0 is on label 0 (a relabeling has the same step time).
+// The policy's actions (R) for a placement: each unit's device (its first op's), relabeled on
+// an anchored input so that unit 0 is on label 0 (a relabeling has the same step time); with
+// the devices-used row, L = D (column D - 1), under which every placement is its own image.
 std::vector<int32_t> unit_actions(const Placement& p, const PolicyInput& in);
 
 // The position head's device features (P = kDeviceFeatures columns): per device slot k < D of
@@ -193,7 +208,12 @@ std::vector<float> device_features(const Cluster& c, int32_t max_devices, bool a
 std::vector<int32_t> sample_actions(const nn::Tensor& logits, int32_t K, Rng& rng,
                                     double temperature = 1);
 std::vector<int32_t> greedy_actions(const nn::Tensor& logits);
-// The placement of sample k: every op on its unit's device.
+// The placement of sample k: every op on its unit's device. actions (K * U).
 Placement placement_of(const place::Units& units, const std::vector<int32_t>& actions, int32_t k);
+// The same for the policy's actions (K * R): with the devices-used row, each unit's position a
+// is coarsened onto the L devices the sample chose, device = floor(a L / D).
+Placement placement_of(const PolicyInput& in, const std::vector<int32_t>& actions, int32_t k);
+// The unit rows (U, A) of decision logits (R, A), on the host (guides, local proposals).
+nn::Tensor unit_rows(const nn::Tensor& logits, const PolicyInput& in);
 
 }  // namespace gdp::rl

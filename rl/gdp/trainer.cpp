@@ -112,9 +112,9 @@ void Trainer::seed_elites(const Policy& init, GraphState& st) {
   const place::Problem& pb = st.run->problem();
   PolicyInput in = init.prepare(pb.graph(), pb.cluster(), pb.cost());
   const nn::Tensor logits = init.forward(in).value();
-  std::vector<Placement> ps{placement_of(in.units, greedy_actions(logits), 0)};
+  std::vector<Placement> ps{placement_of(in, greedy_actions(logits), 0)};
   const std::vector<int32_t> acts = sample_actions(logits, static_cast<int32_t>(n - 1), st.rng);
-  for (int32_t k = 0; k + 1 < n; ++k) ps.push_back(placement_of(in.units, acts, k));
+  for (int32_t k = 0; k + 1 < n; ++k) ps.push_back(placement_of(in, acts, k));
   const std::vector<double> t = st.run->evaluate(ps);
   for (size_t k = 0; k < ps.size(); ++k)
     if (std::isfinite(t[k])) st.elites.offer(t[k], unit_actions(ps[k], st.input));
@@ -246,7 +246,7 @@ Trainer::Iteration Trainer::plan_iteration() const {
 
 void Trainer::sample(GraphState& st, const Iteration& it, Sampled& s, IterationStats& row) {
   Rng& rng = rng_of(st);
-  const size_t U = static_cast<size_t>(st.input.num_units());
+  const size_t U = static_cast<size_t>(st.input.num_rows());
   if (config_.type_dropout > 0) {  // this iteration's types, for sampling and the updates
     std::vector<int64_t>& type = st.input.features.op_type;
     if (st.op_type.empty()) st.op_type = type;
@@ -283,20 +283,29 @@ void Trainer::sample(GraphState& st, const Iteration& it, Sampled& s, IterationS
     const std::vector<int32_t>& base =
         st.elites.empty() ? st.greedy
                           : st.elites[static_cast<size_t>(rng.below(st.elites.size()))].actions;
-    const std::vector<int32_t> a = local_proposal(s.host, base, st.input.anchored, config_.explore,
-                                                  rng, &st.adjacency, &st.scopes);
-    s.local.insert(s.local.end(), a.begin(), a.end());
+    if (!st.input.devices_used) {
+      const std::vector<int32_t> a = local_proposal(s.host, base, st.input.anchored,
+                                                    config_.explore, rng, &st.adjacency, &st.scopes);
+      s.local.insert(s.local.end(), a.begin(), a.end());
+    } else {  // a move of the units; the devices-used decision stays the base's
+      const size_t nu = static_cast<size_t>(st.input.num_units());
+      const std::vector<int32_t> a = local_proposal(
+          unit_rows(s.host, st.input), std::vector<int32_t>(base.begin(), base.begin() + nu),
+          st.input.anchored, config_.explore, rng, &st.adjacency, &st.scopes);
+      s.local.insert(s.local.end(), a.begin(), a.end());
+      s.local.push_back(base[nu]);
+    }
   }
   s.placements.reserve(static_cast<size_t>(it.K));
   for (int32_t k = 0; k < it.K_on; ++k)
-    s.placements.push_back(placement_of(st.input.units, b.actions, k));
+    s.placements.push_back(placement_of(st.input, b.actions, k));
   for (int32_t k = 0; k < it.K_local; ++k)
-    s.placements.push_back(placement_of(st.input.units, s.local, k));
+    s.placements.push_back(placement_of(st.input, s.local, k));
   lap(times_.sample_s);
 }
 
 void Trainer::simulate(GraphState& st, const Iteration& it, Sampled& s, IterationStats& row) {
-  const size_t U = static_cast<size_t>(st.input.num_units());
+  const size_t U = static_cast<size_t>(st.input.num_rows());
   s.step_s = st.run->evaluate(s.placements);
   lap(times_.simulate_s);
   if (st.elites.capacity() > 0)
@@ -380,7 +389,7 @@ double Trainer::more_epochs(const Iteration& it, const std::vector<Sampled>& sam
       for (size_t gi = 0; gi < graphs_.size(); ++gi) {
         if (!graphs_[gi].owned) continue;
         const Batch& b = sampled[gi].batch;
-        const size_t U = static_cast<size_t>(graphs_[gi].input.num_units());
+        const size_t U = static_cast<size_t>(graphs_[gi].input.num_rows());
         std::vector<int32_t> acts;
         std::vector<float> old;
         std::vector<double> adv;

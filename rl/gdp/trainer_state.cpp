@@ -65,7 +65,7 @@ void Trainer::restore_graph_state(const StrictJson& sj, const nlohmann::json& x,
                 {"imitation_accuracy", "elites", "greedy", "anneal_t0", "rng"});
   if (x.contains("imitation_accuracy"))
     g.imitation_accuracy = sj.number(x, "imitation_accuracy", p, 0, 1);
-  const int32_t U = g.input.num_units(), A = config_.policy.max_devices;
+  const int32_t U = g.input.num_rows(), A = config_.policy.max_devices;
   if (x.contains("elites")) g.elites.from_json(sj, x.at("elites"), json_path(p, "elites"), U, A);
   g.anneal_t0 = x.contains("anneal_t0") ? sj.number(x, "anneal_t0", p, 0, 1e9) : 0;
   g.greedy.clear();

@@ -3,6 +3,7 @@
 // attention and superposition), seeded sampling.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "core/error.h"
@@ -51,6 +52,8 @@ TEST_CASE("rl/gdp/policy config: defaults, round trip, strict keys", "[rl]") {
   CHECK(d.head == "slots");  // checkpoints without the key keep their output layer
   CHECK_THAT(err(R"({"head": "columns"})"), Contains("head") && Contains("position"));
   CHECK_THAT(err(R"({"head_hidden": 0})"), Contains("head_hidden"));
+  CHECK(!d.devices_used);  // checkpoints without the key have no devices-used row
+  CHECK_THAT(err(R"({"devices_used": 1})"), Contains("devices_used"));
 }
 
 TEST_CASE("rl/gdp/policy position head: one network for any device count", "[rl]") {
@@ -102,6 +105,84 @@ TEST_CASE("rl/gdp/policy position head: one network for any device count", "[rl]
   const std::vector<float> f = rl::device_features(mixed, 8, false);
   CHECK(f[1 * rl::kDeviceFeatures + rl::devfeat::memory] == Approx(0.5));
   CHECK(f[0 * rl::kDeviceFeatures + rl::devfeat::anchor] == 0.0f);
+}
+
+TEST_CASE("rl/gdp/policy devices used: one more decision, unit positions coarsened onto L devices",
+          "[rl]") {
+  const Graph g = test::small_rnnlm();
+  rl::PolicyConfig cfg = test::tiny_config().policy;
+  cfg.max_devices = 8;
+  cfg.devices_used = true;
+  const rl::Policy policy(cfg, vocab_of(g), 5);
+  const Cluster c = read_cluster("v100x6-nvlink");
+  const rl::PolicyInput in = policy.prepare(g, c);
+  const int32_t U = in.num_units(), R = in.num_rows(), D = 6;
+  REQUIRE(R == U + 1);
+  nn::NoGradGuard no_grad;
+  const nn::Tensor l = policy.forward(in).value();
+  REQUIRE(l.shape() == nn::Shape{R, 8});
+  // The devices-used row: L = 1..6 open and near uniform at the start, 7 and 8 masked.
+  for (int32_t a = 0; a < 8; ++a) {
+    INFO("column " << a);
+    if (a < D) {
+      CHECK(std::abs(l[U * 8 + a]) < 0.5f);
+    } else {
+      CHECK(l[U * 8 + a] < -1e8f);
+    }
+  }
+  // Positions 0..5 coarsened: L = 1 puts everything on device 0, L = 6 changes nothing, L = 2
+  // and 3 keep contiguous positions together.
+  std::vector<int32_t> acts(static_cast<size_t>(R));
+  for (int32_t u = 0; u < U; ++u) acts[static_cast<size_t>(u)] = u % D;
+  const std::vector<std::pair<int32_t, std::vector<int32_t>>> expect = {
+      {1, {0, 0, 0, 0, 0, 0}}, {2, {0, 0, 0, 1, 1, 1}}, {3, {0, 0, 1, 1, 2, 2}},
+      {6, {0, 1, 2, 3, 4, 5}}};
+  for (const auto& [L, dev] : expect) {
+    INFO("L = " << L);
+    acts.back() = L - 1;
+    const Placement p = rl::placement_of(in, acts, 0);
+    for (int32_t u = 0; u < U; ++u)
+      CHECK(p.device[static_cast<size_t>(in.units.first_op[static_cast<size_t>(u)])] ==
+            dev[static_cast<size_t>(u % D)]);
+    CHECK(test::groups_together(g, p));
+  }
+  // A placement's own actions use every device (L = D) and decode back to it (up to the anchor's
+  // relabeling, which keeps the units that share a device together).
+  Placement rr;
+  rr.device.assign(static_cast<size_t>(g.num_ops()), 0);
+  for (int32_t v = 0; v < g.num_ops(); ++v)
+    rr.device[static_cast<size_t>(v)] = in.units.unit_of[static_cast<size_t>(v)] % D;
+  const std::vector<int32_t> a = rl::unit_actions(rr, in);
+  REQUIRE(static_cast<int32_t>(a.size()) == R);
+  CHECK(a.back() == D - 1);
+  const Placement back = rl::placement_of(in, a, 0);
+  std::map<int32_t, int32_t> label;  // rr's device -> back's: one relabeling for every op
+  for (int32_t v = 0; v < g.num_ops(); ++v) {
+    const auto [it, fresh] =
+        label.emplace(rr.device[static_cast<size_t>(v)], back.device[static_cast<size_t>(v)]);
+    CHECK(it->second == back.device[static_cast<size_t>(v)]);
+  }
+  std::set<int32_t> images;
+  for (const auto& [from, to] : label) images.insert(to);
+  CHECK(images.size() == label.size());
+  // Samples: every L is drawn from the untrained row, and each sample's ops use at most L devices.
+  Rng rng(3);
+  const int32_t K = 64;
+  const std::vector<int32_t> s = rl::sample_actions(l, K, rng);
+  std::set<int32_t> seen;
+  for (int32_t k = 0; k < K; ++k) {
+    const int32_t L = s[static_cast<size_t>(k * R + U)] + 1;
+    seen.insert(L);
+    const Placement p = rl::placement_of(in, s, k);
+    std::set<int32_t> used(p.device.begin(), p.device.end());
+    CHECK(static_cast<int32_t>(used.size()) <= L);
+    CHECK(*used.rbegin() < L);
+  }
+  CHECK(seen.size() == static_cast<size_t>(D));
+  // The unit rows alone, for guides and local proposals.
+  const nn::Tensor rows = rl::unit_rows(l, in);
+  REQUIRE(rows.shape() == nn::Shape{U, 8});
+  CHECK(rows[(U - 1) * 8 + 2] == l[(U - 1) * 8 + 2]);
 }
 
 TEST_CASE("rl/gdp/policy logits: one row per unit, devices beyond the cluster masked", "[rl]") {
@@ -173,16 +254,17 @@ TEST_CASE("rl/gdp/policy logits: one row per unit, devices beyond the cluster ma
 
 TEST_CASE(
     "rl/gdp/policy gradients by finite differences (attention and superposition on and off, LSTM, "
-    "position head)",
+    "position head, devices used)",
     "[rl]") {
   const Graph g = test::two_chains();
   const Cluster c = test::full_mesh(3);
-  for (int variant = 0; variant < 5; ++variant) {
+  for (int variant = 0; variant < 6; ++variant) {
     rl::PolicyConfig cfg = test::tiny_config().policy;
     if (variant == 4) {
       cfg.head = "position";
       cfg.head_hidden = 3;
     }
+    cfg.devices_used = variant == 5;
     cfg.width = 4;
     cfg.ffn = 4;
     // One segment: Transformer-XL stops the gradient through its memory on purpose, which
@@ -194,7 +276,8 @@ TEST_CASE(
     cfg.superposition = variant != 2;
     cfg.lstm = variant == 3;
     INFO("attention " << cfg.attention << " superposition " << cfg.superposition << " lstm "
-                      << cfg.lstm << " head " << cfg.head);
+                      << cfg.lstm << " head " << cfg.head << " devices_used "
+                      << cfg.devices_used);
     rl::PolicyD policy(cfg, vocab_of(g), 11);
     const rl::PolicyInputD in = policy.prepare(g, c);
     std::vector<nn::VarD> params;

@@ -10,12 +10,14 @@
 #include "nn/autograd.h"
 #include "place/stages.h"
 #include "place_helpers.h"
+#include "rl/gdp/ppo.h"
 #include "rl/gdp/trainer.h"
 #include "rl_fixtures.h"
 #include "sim/simulator.h"
 
 using namespace gdp;
 using Catch::Contains;
+namespace fs = std::filesystem;
 
 TEST_CASE("rl/transfer regime: the preset, keys that override it, a strict round trip", "[rl]") {
   const rl::TrainConfig t = rl::TrainConfig::preset("transfer");
@@ -233,4 +235,76 @@ TEST_CASE("rl/fine-tuning with elites starts from the checkpoint's own placement
   rl::Trainer plain(no_elites, {rl::TrainGraph{"rnn", &g, &c, nullptr}}, CostModel(), 3,
                     &pre.policy());
   CHECK(plain.run(0).samples() == 0);
+}
+
+namespace {
+
+// A chain of eight ops whose 64 MiB tensors take four times an op's compute to cross a link:
+// every split pays transfers and gains nothing, so the best placement is one device.
+Graph heavy_chain() {
+  Graph g;
+  g.name = "heavy_chain";
+  const int64_t bytes = int64_t{64} << 20;
+  for (int i = 0; i < 8; ++i) {
+    Op op = test::timed_op("op" + std::to_string(i), 1.0 / 64, bytes);
+    op.id = i;
+    g.add_op(op);
+  }
+  for (int i = 0; i + 1 < 8; ++i) g.add_edge(i, 0, i + 1, bytes);
+  g.finalize();
+  return g;
+}
+
+// The policy's probability of using one device (the devices-used row's first column).
+double p_one_device(const rl::Policy& policy, const Graph& g, const Cluster& c) {
+  nn::NoGradGuard no_grad;
+  const rl::PolicyInput in = policy.prepare(g, c);
+  const nn::Tensor l = policy.forward(in).value().cpu().contiguous();
+  const int64_t A = l.dim(1), row = in.num_units();
+  std::vector<double> p(static_cast<size_t>(A));
+  rl::masked_softmax_row(l.data() + row * A, static_cast<int32_t>(A), p.data());
+  return p[0];
+}
+
+}  // namespace
+
+TEST_CASE("rl/devices used: PPO learns one device where transfers dominate; levers and resume",
+          "[rl]") {
+  const Graph g = heavy_chain();
+  const Cluster c = test::full_mesh(4);
+  rl::TrainConfig cfg = test::tiny_config();
+  cfg.policy.devices_used = true;
+  rl::Trainer t(cfg, {rl::TrainGraph{"chain", &g, &c, nullptr}}, CostModel(), 3);
+  const double before = p_one_device(t.policy(), g, c);
+  CHECK(before == Approx(0.25).margin(0.02));  // near uniform over L = 1..4
+  for (int i = 0; i < 30; ++i) t.step();
+  const double after = p_one_device(t.policy(), g, c);
+  INFO("P(L = 1) " << before << " -> " << after);
+  CHECK(after > 0.5);
+  CHECK(t.run(0).best_step_s() == Approx(8.0 / 64).epsilon(1e-6));  // one device: the ops' sum
+
+  // The search regime's levers over the extra decision: the warm start's placements (L = D),
+  // elites, local proposals that move units and keep the base's L.
+  rl::TrainConfig search = cfg;
+  search.imitation_steps = 3;
+  search.warm_start = {"human", "m-etf"};
+  search.elite.size = 2;
+  search.explore.local_fraction = 0.5;
+  rl::Trainer s(search, {rl::TrainGraph{"chain", &g, &c, nullptr}}, CostModel(), 3);
+  for (int i = 0; i < 3; ++i) s.step();
+  CHECK(std::isfinite(s.run(0).best_step_s()));
+
+  // A run resumes into the uninterrupted one (the elites and greedy actions carry the row).
+  const fs::path dir = test::fresh_dir("devices_used");
+  fs::create_directories(dir);
+  const fs::path graph = dir / "g.json";
+  write_graph_file(test::small_rnnlm(), graph.string());
+  rl::RunSpec spec = test::one_graph_spec(graph, 49, search);
+  rl::train(rl::learners(), spec, (dir / "full").string());
+  spec.max_iterations = 3;
+  rl::train(rl::learners(), spec, (dir / "part").string());
+  rl::resume(rl::learners(), (dir / "part").string());
+  CHECK(test::log_without_wall(dir / "part" / "log.csv") ==
+        test::log_without_wall(dir / "full" / "log.csv"));
+  CHECK(test::text_of(dir / "part" / "best.json") == test::text_of(dir / "full" / "best.json"));
 }
