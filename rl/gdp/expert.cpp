@@ -44,8 +44,8 @@ int64_t Trainer::expert_search(GraphState& st, const nn::Tensor& host) {
   const int64_t n = std::min<int64_t>(x.anneal_samples + 1, st.run->samples_left());
   Rng rng(rng_of(st).next_u64());
   const place::AnnealOutcome o =
-      st.annealer->search(*st.run, c, guide_of(unit_rows(host, st.input), st.input.anchored, x.mix), start,
-                          place::AnnealBudget{n, 0, 0}, rng);
+      st.annealer->search(*st.run, c, guide_of(unit_rows(host, st.input), st.input.anchored, x.mix),
+                          start, place::AnnealBudget{n, 0, 0}, rng);
   if (st.anneal_t0 == 0) st.anneal_t0 = o.t0;
   if (std::isfinite(o.best_energy) && o.best_energy < 1e9) {
     std::vector<int32_t> a = o.best;  // back to the policy's label space (unit 0 on label 0)

@@ -112,9 +112,8 @@ class GdpPlacer : public place::Placer {
                  (in.devices_used ? ", greedy on " + std::to_string(greedy_used) + " of " +
                                         std::to_string(in.num_devices) + " devices"
                                   : std::string()) +
-                 "; " +
-                 std::to_string(raw_valid) + "/" + std::to_string(ps.size()) + " valid as decoded" +
-                 repaired);
+                 "; " + std::to_string(raw_valid) + "/" + std::to_string(ps.size()) +
+                 " valid as decoded" + repaired);
     return run.has_best() ? run.best() : ps[0];
   }
 

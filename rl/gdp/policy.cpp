@@ -33,10 +33,11 @@ bool bool_key(const StrictJson& sj, const nlohmann::json& j, const char* key, bo
 
 PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string& source) {
   StrictJson sj(source);
-  sj.check_keys(j, "", {},
-                {"max_devices", "type_embedding", "width", "sage_layers", "attention", "lstm",
-                 "attention_layers", "heads", "ffn", "segment", "memory", "superposition",
-                 "film_hidden", "anchor", "features", "decision", "head", "head_hidden", "devices_used"});
+  sj.check_keys(
+      j, "", {},
+      {"max_devices", "type_embedding", "width", "sage_layers", "attention", "lstm",
+       "attention_layers", "heads", "ffn", "segment", "memory", "superposition", "film_hidden",
+       "anchor", "features", "decision", "head", "head_hidden", "devices_used"});
   PolicyConfig c;
   c.max_devices = int_key(sj, j, "max_devices", c.max_devices, 1, 1024);
   c.type_embedding = int_key(sj, j, "type_embedding", c.type_embedding, 1, 4096);

@@ -284,8 +284,8 @@ void Trainer::sample(GraphState& st, const Iteration& it, Sampled& s, IterationS
         st.elites.empty() ? st.greedy
                           : st.elites[static_cast<size_t>(rng.below(st.elites.size()))].actions;
     if (!st.input.devices_used) {
-      const std::vector<int32_t> a = local_proposal(s.host, base, st.input.anchored,
-                                                    config_.explore, rng, &st.adjacency, &st.scopes);
+      const std::vector<int32_t> a = local_proposal(
+          s.host, base, st.input.anchored, config_.explore, rng, &st.adjacency, &st.scopes);
       s.local.insert(s.local.end(), a.begin(), a.end());
     } else {  // a move of the units; the devices-used decision stays the base's
       const size_t nu = static_cast<size_t>(st.input.num_units());

@@ -134,9 +134,10 @@ TEST_CASE("rl/gdp/policy devices used: one more decision, unit positions coarsen
   // and 3 keep contiguous positions together.
   std::vector<int32_t> acts(static_cast<size_t>(R));
   for (int32_t u = 0; u < U; ++u) acts[static_cast<size_t>(u)] = u % D;
-  const std::vector<std::pair<int32_t, std::vector<int32_t>>> expect = {
-      {1, {0, 0, 0, 0, 0, 0}}, {2, {0, 0, 0, 1, 1, 1}}, {3, {0, 0, 1, 1, 2, 2}},
-      {6, {0, 1, 2, 3, 4, 5}}};
+  const std::vector<std::pair<int32_t, std::vector<int32_t>>> expect = {{1, {0, 0, 0, 0, 0, 0}},
+                                                                        {2, {0, 0, 0, 1, 1, 1}},
+                                                                        {3, {0, 0, 1, 1, 2, 2}},
+                                                                        {6, {0, 1, 2, 3, 4, 5}}};
   for (const auto& [L, dev] : expect) {
     INFO("L = " << L);
     acts.back() = L - 1;
@@ -276,8 +277,7 @@ TEST_CASE(
     cfg.superposition = variant != 2;
     cfg.lstm = variant == 3;
     INFO("attention " << cfg.attention << " superposition " << cfg.superposition << " lstm "
-                      << cfg.lstm << " head " << cfg.head << " devices_used "
-                      << cfg.devices_used);
+                      << cfg.lstm << " head " << cfg.head << " devices_used " << cfg.devices_used);
     rl::PolicyD policy(cfg, vocab_of(g), 11);
     const rl::PolicyInputD in = policy.prepare(g, c);
     std::vector<nn::VarD> params;
