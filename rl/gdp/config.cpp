@@ -142,6 +142,7 @@ TrainConfig TrainConfig::preset(const std::string& regime, const std::string& so
   c.regime = regime;
   c.policy.features = 2;  // 3 (the links too) measured worse at full length (docs/results.md)
   c.policy.decision = "stage";
+  c.policy.devices_used = true;  // one-GPU graphs reachable by one decision (docs/policy.md)
   c.samples_per_iteration = 16;
   c.imitation_steps = 0;
   c.warm_start.clear();

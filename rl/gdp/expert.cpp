@@ -39,7 +39,7 @@ int64_t Trainer::expert_search(GraphState& st, const nn::Tensor& host) {
   c.critical_every = int64_t{1} << 40;  // one critical path per search
   c.restart_after = 0;
   const Elite& e = st.elites[0];
-  place::AnnealStart start{e.actions, e.step_s, "elite"};
+  place::AnnealStart start{unit_devices(st.input, e.actions, 0), e.step_s, "elite"};
   const int64_t before = st.run->samples();
   const int64_t n = std::min<int64_t>(x.anneal_samples + 1, st.run->samples_left());
   Rng rng(rng_of(st).next_u64());
@@ -50,7 +50,7 @@ int64_t Trainer::expert_search(GraphState& st, const nn::Tensor& host) {
   if (std::isfinite(o.best_energy) && o.best_energy < 1e9) {
     std::vector<int32_t> a = o.best;  // back to the policy's label space (unit 0 on label 0)
     if (st.input.anchored) place::anchor_labels(a);
-    st.elites.offer(o.best_energy, a);
+    st.elites.offer(o.best_energy, encode_devices(std::move(a), st.input));
   }
   return st.run->samples() - before;
 }

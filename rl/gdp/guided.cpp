@@ -57,7 +57,7 @@ place::GuidePlan policy_plan(const Policy& policy, place::Run& run, const place:
     // A policy of coarser decisions (PolicyConfig::decision "stage": unions of colocation
     // units, numbered alike, so anneal's unit 0 is in the policy's unit 0): each of anneal's
     // units is guided by the row of the policy's unit that holds it.
-    const nn::Tensor host = logits.value().cpu().contiguous();
+    const nn::Tensor host = unit_rows(logits.value(), in);
     const int64_t A = host.dim(1);
     nn::Tensor rows({units.num_units(), A});
     for (int32_t u = 0; u < units.num_units(); ++u) {

@@ -20,6 +20,10 @@ nlohmann::json stored_train_json(const RunConfig& c) {
     train["warm_start"] = nlohmann::json::array();
     train["ppo"]["baseline"] = "mean";
   }
+  // Before the devices-used decision: a run without the key has no such row, whatever its
+  // regime's preset now says.
+  if (!train.contains("policy") || !train["policy"].contains("devices_used"))
+    train["policy"]["devices_used"] = false;
   return train;
 }
 

@@ -317,8 +317,29 @@ std::vector<int32_t> unit_actions(const Placement& p, const PolicyInput& in) {
     a[static_cast<size_t>(u)] =
         p.device[static_cast<size_t>(units.first_op[static_cast<size_t>(u)])];
   if (in.anchored) place::anchor_labels(a);
-  if (in.devices_used) a.push_back(in.num_devices - 1);  // L = D: the placement as it is
-  return a;
+  return encode_devices(std::move(a), in);
+}
+
+std::vector<int32_t> encode_devices(std::vector<int32_t> d, const PolicyInput& in) {
+  if (!in.devices_used) return d;
+  const int64_t D = in.num_devices;
+  int64_t L = 1;
+  for (int32_t x : d) L = std::max<int64_t>(L, x + 1);
+  for (int32_t& x : d) x = static_cast<int32_t>((x * D + L - 1) / L);  // ceil(x D / L)
+  d.push_back(static_cast<int32_t>(L - 1));
+  return d;
+}
+
+std::vector<int32_t> unit_devices(const PolicyInput& in, const std::vector<int32_t>& actions,
+                                  int32_t k) {
+  const size_t U = static_cast<size_t>(in.num_units()), R = static_cast<size_t>(in.num_rows());
+  const size_t at = static_cast<size_t>(k) * R;
+  std::vector<int32_t> d(actions.begin() + static_cast<std::ptrdiff_t>(at),
+                         actions.begin() + static_cast<std::ptrdiff_t>(at + U));
+  if (!in.devices_used) return d;
+  const int64_t D = in.num_devices, L = actions[at + U] + 1;
+  for (int32_t& x : d) x = static_cast<int32_t>(x * L / D);
+  return d;
 }
 
 Placement placement_of(const place::Units& units, const std::vector<int32_t>& actions, int32_t k) {
@@ -327,20 +348,26 @@ Placement placement_of(const place::Units& units, const std::vector<int32_t>& ac
 }
 
 Placement placement_of(const PolicyInput& in, const std::vector<int32_t>& actions, int32_t k) {
-  if (!in.devices_used) return placement_of(in.units, actions, k);
-  const size_t U = static_cast<size_t>(in.num_units()), R = U + 1;
-  const int64_t D = in.num_devices, L = actions[k * R + U] + 1;
-  std::vector<int32_t> a(actions.begin() + k * R, actions.begin() + k * R + U);
-  for (int32_t& x : a) x = static_cast<int32_t>(x * L / D);
-  return in.units.expand(a);
+  return in.units.expand(unit_devices(in, actions, k));
 }
 
 nn::Tensor unit_rows(const nn::Tensor& logits, const PolicyInput& in) {
   const nn::Tensor host = logits.cpu().contiguous();
   if (!in.devices_used) return host;
-  const int64_t U = in.num_units(), A = host.dim(1);
+  const int32_t U = in.num_units(), A = static_cast<int32_t>(host.dim(1)), D = in.num_devices;
+  std::vector<double> pl(static_cast<size_t>(A)), pa(static_cast<size_t>(A)),
+      q(static_cast<size_t>(A));
+  masked_softmax_row(host.data() + static_cast<int64_t>(U) * A, A, pl.data());
   nn::Tensor rows({U, A});
-  std::copy(host.data(), host.data() + U * A, rows.data());
+  for (int32_t u = 0; u < U; ++u) {
+    masked_softmax_row(host.data() + static_cast<int64_t>(u) * A, A, pa.data());
+    std::fill(q.begin(), q.end(), 0.0);
+    for (int32_t L = 1; L <= D; ++L)
+      for (int32_t a = 0; a < D; ++a) q[static_cast<size_t>(a * L / D)] += pl[L - 1] * pa[a];
+    for (int32_t d = 0; d < A; ++d)
+      rows[static_cast<int64_t>(u) * A + d] =
+          q[d] > 0 ? static_cast<float>(std::log(q[d])) : kMaskedLogit;
+  }
   return rows;
 }
 

@@ -181,9 +181,19 @@ using PolicyInput = BasicPolicyInput<float>;
 using PolicyInputD = BasicPolicyInput<double>;
 
 // The policy's actions (R) for a placement: each unit's device (its first op's), relabeled on
-// an anchored input so that unit 0 is on label 0 (a relabeling has the same step time); with
-// the devices-used row, L = D (column D - 1), under which every placement is its own image.
+// an anchored input so that unit 0 is on label 0 (a relabeling has the same step time), then
+// encode_devices.
 std::vector<int32_t> unit_actions(const Placement& p, const PolicyInput& in);
+// Actions (R) for unit devices d (U, in the policy's label space): d itself, or with the
+// devices-used row its canonical latent form, the fewest devices L = 1 + max_u d_u and positions
+// a_u = ceil(d_u D / L), which decode back to d exactly (floor(a_u L / D) = d_u). So one
+// placement has one encoding (elites deduplicate on it) and imitating a one-GPU placement
+// teaches L = 1.
+std::vector<int32_t> encode_devices(std::vector<int32_t> d, const PolicyInput& in);
+// The unit devices (U) of sample k of actions (K * R): with the devices-used row, each unit's
+// position coarsened onto the sample's L devices, floor(a L / D).
+std::vector<int32_t> unit_devices(const PolicyInput& in, const std::vector<int32_t>& actions,
+                                  int32_t k);
 
 // The position head's device features (P = kDeviceFeatures columns): per device slot k < D of
 // cluster c, the harmonics cos(j pi p), sin(j pi p) (j = 1..4, columns 2(j-1) and 2(j-1)+1) of
@@ -210,10 +220,12 @@ std::vector<int32_t> sample_actions(const nn::Tensor& logits, int32_t K, Rng& rn
 std::vector<int32_t> greedy_actions(const nn::Tensor& logits);
 // The placement of sample k: every op on its unit's device. actions (K * U).
 Placement placement_of(const place::Units& units, const std::vector<int32_t>& actions, int32_t k);
-// The same for the policy's actions (K * R): with the devices-used row, each unit's position a
-// is coarsened onto the L devices the sample chose, device = floor(a L / D).
+// The same for the policy's actions (K * R): the ops of unit u on unit_devices(in, actions, k)[u].
 Placement placement_of(const PolicyInput& in, const std::vector<int32_t>& actions, int32_t k);
-// The unit rows (U, A) of decision logits (R, A), on the host (guides, local proposals).
+// Each unit's distribution over devices as logits (U, A), on the host: the unit rows of the
+// decision logits (R, A); with the devices-used row, the log of the marginal
+//   P(d | u) = sum_L P(L) sum_{a : floor(a L / D) = d} P(a | u),
+// kMaskedLogit where it is 0. For annealing guides and local proposals, which move devices.
 nn::Tensor unit_rows(const nn::Tensor& logits, const PolicyInput& in);
 
 }  // namespace gdp::rl

@@ -283,18 +283,13 @@ void Trainer::sample(GraphState& st, const Iteration& it, Sampled& s, IterationS
     const std::vector<int32_t>& base =
         st.elites.empty() ? st.greedy
                           : st.elites[static_cast<size_t>(rng.below(st.elites.size()))].actions;
-    if (!st.input.devices_used) {
-      const std::vector<int32_t> a = local_proposal(
-          s.host, base, st.input.anchored, config_.explore, rng, &st.adjacency, &st.scopes);
-      s.local.insert(s.local.end(), a.begin(), a.end());
-    } else {  // a move of the units; the devices-used decision stays the base's
-      const size_t nu = static_cast<size_t>(st.input.num_units());
-      const std::vector<int32_t> a = local_proposal(
-          unit_rows(s.host, st.input), std::vector<int32_t>(base.begin(), base.begin() + nu),
-          st.input.anchored, config_.explore, rng, &st.adjacency, &st.scopes);
-      s.local.insert(s.local.end(), a.begin(), a.end());
-      s.local.push_back(base[nu]);
-    }
+    // A move of devices (with the devices-used row: of the base's decoded devices, guided by
+    // each unit's marginal over devices, then encoded back).
+    const std::vector<int32_t> a = encode_devices(
+        local_proposal(unit_rows(s.host, st.input), unit_devices(st.input, base, 0),
+                       st.input.anchored, config_.explore, rng, &st.adjacency, &st.scopes),
+        st.input);
+    s.local.insert(s.local.end(), a.begin(), a.end());
   }
   s.placements.reserve(static_cast<size_t>(it.K));
   for (int32_t k = 0; k < it.K_on; ++k)
@@ -311,10 +306,15 @@ void Trainer::simulate(GraphState& st, const Iteration& it, Sampled& s, Iteratio
   if (st.elites.capacity() > 0)
     for (int32_t k = 0; k < it.K; ++k) {
       const std::vector<int32_t>& src = k < it.K_on ? s.batch.actions : s.local;
-      const size_t at = static_cast<size_t>(k < it.K_on ? k : k - it.K_on) * U;
-      st.elites.offer(s.step_s[static_cast<size_t>(k)],
-                      std::vector<int32_t>(src.begin() + static_cast<std::ptrdiff_t>(at),
-                                           src.begin() + static_cast<std::ptrdiff_t>(at + U)));
+      const int32_t j = k < it.K_on ? k : k - it.K_on;
+      const size_t at = static_cast<size_t>(j) * U;
+      // With the devices-used row, the canonical encoding: one placement, one elite.
+      st.elites.offer(
+          s.step_s[static_cast<size_t>(k)],
+          st.input.devices_used
+              ? encode_devices(unit_devices(st.input, src, j), st.input)
+              : std::vector<int32_t>(src.begin() + static_cast<std::ptrdiff_t>(at),
+                                     src.begin() + static_cast<std::ptrdiff_t>(at + U)));
     }
   if (config_.expert.anneal_samples > 0) {
     tick_ = std::chrono::steady_clock::now();

@@ -11,6 +11,7 @@
 #include "nn/gradcheck.h"
 #include "place_helpers.h"
 #include "rl/gdp/policy.h"
+#include "rl/gdp/ppo.h"
 #include "rl_fixtures.h"
 
 using namespace gdp;
@@ -180,10 +181,57 @@ TEST_CASE("rl/gdp/policy devices used: one more decision, unit positions coarsen
     CHECK(*used.rbegin() < L);
   }
   CHECK(seen.size() == static_cast<size_t>(D));
-  // The unit rows alone, for guides and local proposals.
+  // The canonical encoding: the fewest devices that hold the placement. One GPU is L = 1; two
+  // devices {0, 1} are L = 2 with positions 0 and ceil(6 / 2) = 3; each decodes back exactly.
+  for (int32_t used : {1, 2, 4}) {
+    INFO("devices " << used);
+    Placement p;
+    p.device.assign(static_cast<size_t>(g.num_ops()), 0);
+    for (int32_t v = 0; v < g.num_ops(); ++v)
+      p.device[static_cast<size_t>(v)] = (in.units.unit_of[static_cast<size_t>(v)] * 7) % used;
+    const std::vector<int32_t> e = rl::unit_actions(p, in);
+    CHECK(e.back() == used - 1);
+    const Placement q = rl::placement_of(in, e, 0);
+    std::map<int32_t, int32_t> relabel;  // up to the anchor's transposition
+    for (int32_t v = 0; v < g.num_ops(); ++v) {
+      const auto [it, fresh] =
+          relabel.emplace(p.device[static_cast<size_t>(v)], q.device[static_cast<size_t>(v)]);
+      CHECK(it->second == q.device[static_cast<size_t>(v)]);
+    }
+    CHECK(rl::unit_actions(q, in) == e);
+    if (used == 2)
+      for (int32_t u = 0; u < U; ++u)
+        CHECK((e[static_cast<size_t>(u)] == 0 || e[static_cast<size_t>(u)] == 3));
+  }
+  // Each unit's marginal over devices, for guides and local proposals: a distribution over the
+  // 6 devices, equal to the sum over L and positions; the anchored unit 0 on device 0 only.
   const nn::Tensor rows = rl::unit_rows(l, in);
   REQUIRE(rows.shape() == nn::Shape{U, 8});
-  CHECK(rows[(U - 1) * 8 + 2] == l[(U - 1) * 8 + 2]);
+  auto softmax = [&](int32_t r) {
+    std::vector<double> p(8);
+    rl::masked_softmax_row(l.data() + r * 8, 8, p.data());
+    return p;
+  };
+  const std::vector<double> pl = softmax(U);
+  for (int32_t u : {0, 1, U - 1}) {
+    INFO("unit " << u);
+    const std::vector<double> pa = softmax(u);
+    std::vector<double> q(8, 0.0);
+    for (int32_t L = 1; L <= D; ++L)
+      for (int32_t a = 0; a < D; ++a) q[static_cast<size_t>(a * L / D)] += pl[L - 1] * pa[a];
+    double sum = 0;
+    for (int32_t d = 0; d < 8; ++d) {
+      const float z = rows[u * 8 + d];
+      if (q[d] > 0) {
+        CHECK(std::exp(z) == Approx(q[d]).epsilon(1e-5));
+        sum += std::exp(z);
+      } else {
+        CHECK(z < -1e8f);
+      }
+    }
+    CHECK(sum == Approx(1.0).epsilon(1e-5));
+    if (u == 0) CHECK(q[0] == Approx(1.0));
+  }
 }
 
 TEST_CASE("rl/gdp/policy logits: one row per unit, devices beyond the cluster masked", "[rl]") {

@@ -4,6 +4,7 @@
 // start (no behaviour cloning over a checkpoint; elites seeded from its own placements).
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <functional>
 #include <map>
 
 #include "core/error.h"
@@ -24,6 +25,7 @@ TEST_CASE("rl/transfer regime: the preset, keys that override it, a strict round
   CHECK(t.regime == "transfer");
   CHECK(t.policy.features == 2);
   CHECK(t.policy.decision == "stage");
+  CHECK(t.policy.devices_used);
   CHECK(t.samples_per_iteration == 16);
   CHECK(t.imitation_steps == 0);
   CHECK(t.warm_start.empty());
@@ -35,6 +37,7 @@ TEST_CASE("rl/transfer regime: the preset, keys that override it, a strict round
   CHECK(s.regime == "search");
   CHECK(s.policy.features == 1);
   CHECK(s.policy.decision == "op");
+  CHECK_FALSE(s.policy.devices_used);
   CHECK(s.imitation_steps == 20);
   CHECK_FALSE(s.family_weights);
 
@@ -299,7 +302,10 @@ TEST_CASE("rl/devices used: PPO learns one device where transfers dominate; leve
   fs::create_directories(dir);
   const fs::path graph = dir / "g.json";
   write_graph_file(test::small_rnnlm(), graph.string());
-  rl::RunSpec spec = test::one_graph_spec(graph, 49, search);
+  // Expert iteration too: its searches start from an elite's decoded devices and return
+  // encoded ones.
+  search.expert.anneal_samples = 6;
+  rl::RunSpec spec = test::one_graph_spec(graph, 97, search);
   rl::train(rl::learners(), spec, (dir / "full").string());
   spec.max_iterations = 3;
   rl::train(rl::learners(), spec, (dir / "part").string());
@@ -307,4 +313,29 @@ TEST_CASE("rl/devices used: PPO learns one device where transfers dominate; leve
   CHECK(test::log_without_wall(dir / "part" / "log.csv") ==
         test::log_without_wall(dir / "full" / "log.csv"));
   CHECK(test::text_of(dir / "part" / "best.json") == test::text_of(dir / "full" / "best.json"));
+  // Every elite is stored in its canonical encoding and decodes to the placement whose step
+  // time it carries.
+  const Graph rnn = test::small_rnnlm();
+  const Cluster two = read_cluster("v100x2-nvlink");
+  const rl::Policy shape(search.policy, rl::OpVocabulary::from_graphs({&rnn}), 1);
+  const rl::PolicyInput in = shape.prepare(rnn, two);
+  const Simulator sim(rnn, two, CostModel());
+  const auto state = nlohmann::json::parse(test::text_of(dir / "full" / "state.json"));
+  int elites = 0;
+  std::function<void(const nlohmann::json&)> visit = [&](const nlohmann::json& j) {
+    if (j.is_object() && j.contains("elites"))
+      for (const auto& e : j.at("elites")) {
+        const std::vector<int32_t> a = e.at("actions").get<std::vector<int32_t>>();
+        REQUIRE(static_cast<int32_t>(a.size()) == in.num_rows());
+        const Placement p = rl::placement_of(in, a, 0);
+        CHECK(rl::unit_actions(p, in) == a);
+        const auto st = sim.make_state();
+        CHECK(sim.step_time(p, *st) == Approx(e.at("step_s").get<double>()).epsilon(1e-9));
+        ++elites;
+      }
+    if (j.is_structured())
+      for (const auto& x : j) visit(x);
+  };
+  visit(state);
+  CHECK(elites == 2);
 }
