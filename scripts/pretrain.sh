@@ -7,15 +7,16 @@
 # Training: GDP-batch over datasets/suites/pretrain.json (no holdout.json or pipedream.json
 # graph) in the transfer regime (the default of `gdp train --suite`; docs/ppo.md), seed 1,
 # with the sample budget below (the shipped run's; at the commit in its pretrained.json the
-# same seed and budget give the same checkpoint). GDP_PRETRAIN_ARGS adds flags;
+# same seed, budget and iterations give the same checkpoint). GDP_PRETRAIN_ARGS adds flags;
 # GDP_PRETRAIN_COMMIT names the commit of the binary that trained a packaged run (default HEAD).
 # Packaging keeps config.json, the last checkpoint (parameters and Adam state), a state.json
 # that names it, summary.json when the run finished, and pretrained.json: the suite, the
-# command, the commit, samples, iterations and wall time. Takes about 70 minutes on 2 cores.
+# command, the commit, samples, iterations and wall time. Takes about 60 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GDP=${GDP:-./build/gdp}
 SAMPLES=${GDP_PRETRAIN_SAMPLES:-209961}
+ITERATIONS=${GDP_PRETRAIN_ITERATIONS:-202}  # the shipped run stopped at 202 (its hour)
 OUT=models/gdp-pretrained
 
 if [ "${1:-}" = "--package" ]; then
@@ -23,7 +24,7 @@ if [ "${1:-}" = "--package" ]; then
   COMMAND=${GDP_PRETRAIN_COMMAND:-"(see $RUN/config.json)"}
 else
   RUN=${1:-runs/pretrain}
-  COMMAND="$GDP train --suite datasets/suites/pretrain.json --out $RUN --samples $SAMPLES --seed 1 ${GDP_PRETRAIN_ARGS:-}"
+  COMMAND="$GDP train --suite datasets/suites/pretrain.json --out $RUN --samples $SAMPLES --seed 1 --iterations $ITERATIONS ${GDP_PRETRAIN_ARGS:-}"
   if [ -f "$RUN/state.json" ]; then
     "$GDP" train --resume "$RUN" --quiet
   else

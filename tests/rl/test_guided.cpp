@@ -157,27 +157,27 @@ TEST_CASE("rl/the shipped pre-trained checkpoint loads with the current policy c
 // (greedy + 63 samples, seed 1, deterministic) of each graph of holdout.json and smoke.json,
 // none of them in pre-training, is held to a floor over the human placement: 1.0 where the
 // shipped policy is at least human, else its measured ratio less 0.02 (docs/results.md,
-// "Transfer"). Retraining the shipped policy updates this table.
+// "Transfer" and "Devices used"). Retraining the shipped policy updates this table.
 TEST_CASE("rl/the shipped policy places held-out graphs zero-shot at least as well as before",
           "[rl][pretrained]") {
   const std::map<std::string, double> floor = {
-      // holdout.json (measured: docs/results.md, "Transfer", the shipped policy)
-      {"gnmt_8layer", 0.91},            // 0.932x
-      {"bert_base", 0.96},              // 0.986x
-      {"resnet50_b64", 1.00},           // 1.087x
+      // holdout.json (measured: docs/results.md, "Devices used", the shipped policy)
+      {"gnmt_8layer", 0.81},            // 0.834x (the previous policy's 0.932x: see docs)
+      {"bert_base", 0.96},              // 0.988x
+      {"resnet50_b64", 1.00},           // 1.118x
       {"transformer_xl_8layer", 1.00},  // 1.027x
       // smoke.json
       {"rnnlm_small", 1.00},                   // 1.021x
-      {"gnmt_small", 1.00},                    // 1.135x
-      {"transformer_xl_small", 1.00},          // 1.115x
-      {"bert_small", 1.00},                    // 1.086x
-      {"inception_v3_small", 1.00},            // 1.524x
-      {"resnet50_small", 1.00},                // 1.262x
-      {"amoebanet_small", 1.00},               // 1.656x
-      {"wavenet_small", 1.00},                 // 1.080x
-      {"random_layered_small", 1.00},          // 1.322x
+      {"gnmt_small", 1.00},                    // 1.115x
+      {"transformer_xl_small", 1.00},          // 1.095x
+      {"bert_small", 1.00},                    // 1.087x
+      {"inception_v3_small", 1.00},            // 1.545x
+      {"resnet50_small", 1.00},                // 1.264x
+      {"amoebanet_small", 1.00},               // 1.633x
+      {"wavenet_small", 1.00},                 // 1.079x
+      {"random_layered_small", 1.00},          // 1.308x
       {"random_series_parallel_small", 1.00},  // 1.232x
-      {"random_block_chain_small", 1.00},      // 1.074x
+      {"random_block_chain_small", 1.00},      // 1.090x
       {"random_nas_cell_small", 1.00},         // 1.101x
   };
   for (const char* suite : {"holdout", "smoke"}) {
