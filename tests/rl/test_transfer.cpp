@@ -271,7 +271,7 @@ double p_one_device(const rl::Policy& policy, const Graph& g, const Cluster& c) 
 
 }  // namespace
 
-TEST_CASE("rl/devices used: PPO learns one device where transfers dominate; levers and resume",
+TEST_CASE("rl/devices used: PPO learns one device where transfers dominate, levers, expert, resume",
           "[rl]") {
   const Graph g = heavy_chain();
   const Cluster c = test::full_mesh(4);
