@@ -279,16 +279,18 @@ void Trainer::sample(GraphState& st, const Iteration& it, Sampled& s, IterationS
     b.actions = sample_actions(s.host, it.K_on, rng);
     b.old_logp = log_probs(s.logits.value(), b.actions);
   }
+  // Each unit's distribution over devices, once for all the local proposals.
+  const nn::Tensor guide = it.K_local > 0 ? unit_rows(s.host, st.input) : nn::Tensor();
   for (int32_t k = 0; k < it.K_local; ++k) {
     const std::vector<int32_t>& base =
         st.elites.empty() ? st.greedy
                           : st.elites[static_cast<size_t>(rng.below(st.elites.size()))].actions;
     // A move of devices (with the devices-used row: of the base's decoded devices, guided by
     // each unit's marginal over devices, then encoded back).
-    const std::vector<int32_t> a = encode_devices(
-        local_proposal(unit_rows(s.host, st.input), unit_devices(st.input, base, 0),
-                       st.input.anchored, config_.explore, rng, &st.adjacency, &st.scopes),
-        st.input);
+    const std::vector<int32_t> a =
+        encode_devices(local_proposal(guide, unit_devices(st.input, base, 0), st.input.anchored,
+                                      config_.explore, rng, &st.adjacency, &st.scopes),
+                       st.input);
     s.local.insert(s.local.end(), a.begin(), a.end());
   }
   s.placements.reserve(static_cast<size_t>(it.K));
@@ -300,21 +302,16 @@ void Trainer::sample(GraphState& st, const Iteration& it, Sampled& s, IterationS
 }
 
 void Trainer::simulate(GraphState& st, const Iteration& it, Sampled& s, IterationStats& row) {
-  const size_t U = static_cast<size_t>(st.input.num_rows());
   s.step_s = st.run->evaluate(s.placements);
   lap(times_.simulate_s);
+  // Each placement's canonical actions (with the devices-used row: one placement, one elite;
+  // without it, the actions as drawn).
   if (st.elites.capacity() > 0)
     for (int32_t k = 0; k < it.K; ++k) {
       const std::vector<int32_t>& src = k < it.K_on ? s.batch.actions : s.local;
       const int32_t j = k < it.K_on ? k : k - it.K_on;
-      const size_t at = static_cast<size_t>(j) * U;
-      // With the devices-used row, the canonical encoding: one placement, one elite.
-      st.elites.offer(
-          s.step_s[static_cast<size_t>(k)],
-          st.input.devices_used
-              ? encode_devices(unit_devices(st.input, src, j), st.input)
-              : std::vector<int32_t>(src.begin() + static_cast<std::ptrdiff_t>(at),
-                                     src.begin() + static_cast<std::ptrdiff_t>(at + U)));
+      st.elites.offer(s.step_s[static_cast<size_t>(k)],
+                      encode_devices(unit_devices(st.input, src, j), st.input));
     }
   if (config_.expert.anneal_samples > 0) {
     tick_ = std::chrono::steady_clock::now();

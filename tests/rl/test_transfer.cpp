@@ -4,7 +4,6 @@
 // start (no behaviour cloning over a checkpoint; elites seeded from its own placements).
 #include <catch2/catch.hpp>
 #include <cmath>
-#include <functional>
 #include <map>
 
 #include "core/error.h"
@@ -321,21 +320,14 @@ TEST_CASE("rl/devices used: PPO learns one device where transfers dominate, leve
   const rl::PolicyInput in = shape.prepare(rnn, two);
   const Simulator sim(rnn, two, CostModel());
   const auto state = nlohmann::json::parse(test::text_of(dir / "full" / "state.json"));
-  int elites = 0;
-  std::function<void(const nlohmann::json&)> visit = [&](const nlohmann::json& j) {
-    if (j.is_object() && j.contains("elites"))
-      for (const auto& e : j.at("elites")) {
-        const std::vector<int32_t> a = e.at("actions").get<std::vector<int32_t>>();
-        REQUIRE(static_cast<int32_t>(a.size()) == in.num_rows());
-        const Placement p = rl::placement_of(in, a, 0);
-        CHECK(rl::unit_actions(p, in) == a);
-        const auto st = sim.make_state();
-        CHECK(sim.step_time(p, *st) == Approx(e.at("step_s").get<double>()).epsilon(1e-9));
-        ++elites;
-      }
-    if (j.is_structured())
-      for (const auto& x : j) visit(x);
-  };
-  visit(state);
-  CHECK(elites == 2);
+  const nlohmann::json& elites = state["graphs"][0]["elites"];
+  CHECK(elites.size() == 2);
+  for (const auto& e : elites) {
+    const std::vector<int32_t> a = e.at("actions").get<std::vector<int32_t>>();
+    REQUIRE(static_cast<int32_t>(a.size()) == in.num_rows());
+    const Placement p = rl::placement_of(in, a, 0);
+    CHECK(rl::unit_actions(p, in) == a);
+    const auto st = sim.make_state();
+    CHECK(sim.step_time(p, *st) == Approx(e.at("step_s").get<double>()).epsilon(1e-9));
+  }
 }
