@@ -1,6 +1,6 @@
 // `gdp info G [--cluster C] [--json]`: op and edge counts, flops split by phase, parameters
 // (count, weight bytes, optimizer state bytes), activation bytes and, with a cluster, the
-// step-time lower bound (sim/lower_bound.h).
+// step-time lower bound and the memory every placement holds at once (sim/lower_bound.h).
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -24,13 +24,16 @@ int cmd_info(int argc, char** argv) {
         "(detected from content; imported with Adam's state, see gdp convert --optimizer).\n"
         "  --cluster C  also the step-time lower bound on cluster C (a preset or cluster JSON):\n"
         "               max(longest path of op times on their fastest device, total op time\n"
-        "               / devices); no placement can beat it\n"
+        "               / devices); no placement can beat it. And the memory bound: bytes\n"
+        "               that every placement holds at once, summed over the devices, and\n"
+        "               the fewest of the cluster's first devices whose capacity covers it\n"
         "  --profile F  device profile JSON for the op times (default: built-in)\n"
         "  --json   print one JSON object (keys: name, ops, edges, flops, flops_forward,\n"
         "           flops_backward, flops_update, ops_forward, ops_backward, ops_update,\n"
         "           parameters, parameter_bytes, optimizer_state_bytes, activation_bytes,\n"
         "           temp_bytes, colocation_groups, depth; with --cluster: cluster,\n"
-        "           lower_bound_s, critical_path_s, work_bound_s)\n");
+        "           lower_bound_s, critical_path_s, work_bound_s, memory_bound_bytes,\n"
+        "           min_devices (0 when even all devices fall short))\n");
     return 0;
   }
   if (a.positional().size() != 1)
@@ -39,6 +42,8 @@ int cmd_info(int argc, char** argv) {
   GraphSummary s = g.summary();
   bool with_bound = a.has("--cluster");
   StepBound bound;
+  int64_t memory_bound = 0;
+  int32_t min_devices = 0;  // the fewest first devices whose capacities cover memory_bound
   std::string cluster_name;
   if (with_bound) {
     cluster_name = a.get("--cluster");
@@ -47,6 +52,13 @@ int cmd_info(int argc, char** argv) {
         a.has("--profile") ? CostModel::from_json_file(a.get("--profile")) : CostModel();
     Simulator sim(g, c, cost);
     bound = step_time_lower_bound(sim);
+    memory_bound = memory_lower_bound_bytes(g, c, cost);
+    int64_t have = 0;
+    for (int32_t d = 0; d < c.num_devices() && min_devices == 0; ++d) {
+      const int64_t m = c.devices[static_cast<size_t>(d)].memory_bytes;
+      have = m > 0 && have >= 0 ? have + m : -1;  // capacity <= 0: unlimited
+      if (have < 0 || have >= memory_bound) min_devices = d + 1;
+    }
   } else if (a.has("--profile")) {
     throw UsageError("--profile needs --cluster");
   }
@@ -57,6 +69,8 @@ int cmd_info(int argc, char** argv) {
       j["lower_bound_s"] = bound.bound_s;
       j["critical_path_s"] = bound.critical_path_s;
       j["work_bound_s"] = bound.work_s;
+      j["memory_bound_bytes"] = memory_bound;
+      j["min_devices"] = min_devices;
     }
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
@@ -81,6 +95,11 @@ int cmd_info(int argc, char** argv) {
   if (with_bound)
     std::printf("lower bound      %.6g s on %s (critical path %.6g s, work / devices %.6g s)\n",
                 bound.bound_s, cluster_name.c_str(), bound.critical_path_s, bound.work_s);
+  if (with_bound)
+    std::printf("memory bound     %.2f GiB held at once, summed over devices: %s\n",
+                memory_bound / 1073741824.0,
+                min_devices > 0 ? ("at least " + std::to_string(min_devices) + " device(s)").c_str()
+                                : "more than the cluster holds");
   return 0;
 }
 

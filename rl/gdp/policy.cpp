@@ -13,6 +13,7 @@
 #include "nn/sampling.h"
 #include "place/stages.h"
 #include "rl/gdp/ppo.h"
+#include "sim/lower_bound.h"
 
 namespace gdp::rl {
 
@@ -203,6 +204,15 @@ BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c,
   in.anchored = config_.anchor && D > 1 && c.devices_interchangeable();
   if (in.anchored)
     for (int32_t a = 1; a < D; ++a) mask[a] = T(kMaskLogit);  // unit 0: device 0 only
+  if (in.devices_used) {  // no L whose devices 0..L-1 cannot hold what every placement holds
+    const int64_t need = memory_lower_bound_bytes(g, c, cost);
+    int64_t have = 0;
+    for (int32_t L = 1; L < D; ++L) {
+      const int64_t m = c.devices[static_cast<size_t>(L - 1)].memory_bytes;
+      have = m > 0 && have >= 0 ? have + m : -1;  // capacity <= 0: unlimited
+      if (have >= 0 && have < need) mask[static_cast<size_t>(U) * A + L - 1] = T(kMaskLogit);
+    }
+  }
   in.mask = nn::BasicTensor<T>::from_vector({R, A}, mask);
   if (config_.head == "position") {
     const std::vector<float> f = device_features(c, A, in.anchored);

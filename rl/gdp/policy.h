@@ -89,7 +89,8 @@ struct PolicyConfig {
   // devices, device = floor(a L / D): L = 1 is the one-GPU placement, L = D the plain one, and a
   // contiguous run of positions stays contiguous. Every (L, a) has an exact log-probability, so
   // PPO learns "use fewer devices" from one sampled decision instead of from U unit decisions
-  // that must all agree.
+  // that must all agree. An L whose devices 0..L-1 hold less memory than every placement
+  // needs (sim/lower_bound.h, memory_lower_bound_bytes) is masked: never sampled, never greedy.
   bool devices_used = false;
 
   // Strict: unknown keys, wrong types and impossible values are InputErrors naming `source`

@@ -51,6 +51,9 @@ case "$case_name" in
     # With a cluster: the step-time lower bound (longest path / work over devices).
     expect_rc 0 "lower bound .* on v100x2-nvlink (critical path" -- "$gdp" info "$tmp/g.json" --cluster v100x2-nvlink
     expect_rc 0 '"lower_bound_s"' -- "$gdp" info --json "$tmp/g.json" --cluster v100x2-nvlink
+    # And the memory every placement holds at once: at least the 4 MiB of weights; one device.
+    expect_rc 0 "memory bound .* GiB held at once, summed over devices: at least 1 device" -- "$gdp" info "$tmp/g.json" --cluster v100x2-nvlink
+    expect_rc 0 '"min_devices": 1' -- "$gdp" info --json "$tmp/g.json" --cluster v100x2-nvlink
     expect_rc 2 "--profile needs --cluster" -- "$gdp" info "$tmp/g.json" --profile x.json ;;
   convert)
     printf 'node1 -- Input0 -- forward_compute_time=0.5, backward_compute_time=0.0, activation_size=64.0, parameter_size=0.0\nnode2 -- Linear(4, 4) -- forward_compute_time=1.0, backward_compute_time=2.0, activation_size=64.0, parameter_size=80.0\n\tnode1 -- node2\n' > "$tmp/p.txt"

@@ -14,6 +14,8 @@
 #include "rl/gdp/policy.h"
 #include "rl/gdp/ppo.h"
 #include "rl_fixtures.h"
+#include "sim/lower_bound.h"
+#include "sim/simulator.h"
 
 using namespace gdp;
 using Catch::Contains;
@@ -231,6 +233,46 @@ TEST_CASE("rl/gdp/policy devices used: one more decision, unit positions coarsen
     CHECK(sum == Approx(1.0).epsilon(1e-5));
     if (u == 0) CHECK(q[0] == Approx(1.0));
   }
+}
+
+// Device counts that cannot hold the graph are masked: with the devices' capacity set to 0.3 of
+// the memory bound (sim/lower_bound.h), L = 1..3 are out of memory whatever the units do (the
+// simulator agrees) and never sampled; L = 4..6 stay open.
+TEST_CASE("rl/gdp/policy devices used: device counts below the memory bound are masked", "[rl]") {
+  const Graph g = test::small_rnnlm();
+  rl::PolicyConfig cfg = test::tiny_config().policy;
+  cfg.max_devices = 8;
+  cfg.devices_used = true;
+  const rl::Policy policy(cfg, vocab_of(g), 5);
+  Cluster c = read_cluster("v100x6-nvlink");
+  const int64_t need = memory_lower_bound_bytes(g, c, CostModel());
+  for (DeviceSpec& d : c.devices) d.memory_bytes = need * 3 / 10;
+  REQUIRE(memory_lower_bound_bytes(g, c, CostModel()) == need);  // capacity plays no part
+  const rl::PolicyInput in = policy.prepare(g, c);
+  const int32_t U = in.num_units(), R = in.num_rows();
+  nn::NoGradGuard no_grad;
+  const nn::Tensor l = policy.forward(in).value();
+  for (int32_t L = 1; L <= 8; ++L) {
+    INFO("L = " << L);
+    CHECK((l[U * 8 + L - 1] < -1e8f) == (L <= 3 || L > 6));
+  }
+  Rng rng(4);
+  const int32_t K = 64;
+  const std::vector<int32_t> s = rl::sample_actions(l, K, rng);
+  std::set<int32_t> seen;
+  for (int32_t k = 0; k < K; ++k) seen.insert(s[static_cast<size_t>(k * R + U)] + 1);
+  CHECK(seen == std::set<int32_t>{4, 5, 6});
+  // The masked counts are out of memory: every op on device 0, or on devices 0..2.
+  Simulator sim(g, c, CostModel());
+  CHECK(sim.run(test::on_device(g, 0)).status == SimStatus::out_of_memory);
+  std::vector<int32_t> acts = s;
+  acts.resize(static_cast<size_t>(R));
+  acts.back() = 2;  // L = 3: the first sample's positions on three devices
+  CHECK(sim.run(rl::placement_of(in, acts, 0)).status == SimStatus::out_of_memory);
+  // Without the bound's pressure nothing is masked below D.
+  const rl::PolicyInput open = policy.prepare(g, read_cluster("v100x6-nvlink"));
+  const nn::Tensor lo = policy.forward(open).value();
+  for (int32_t L = 1; L <= 6; ++L) CHECK(lo[U * 8 + L - 1] > -1e8f);
 }
 
 TEST_CASE("rl/gdp/policy logits: one row per unit, devices beyond the cluster masked", "[rl]") {
