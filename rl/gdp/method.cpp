@@ -28,6 +28,7 @@ class GdpPlacer : public place::Placer {
       : checkpoint_(resolve_checkpoint(o.string("checkpoint"), "gdp")),
         samples_(o.integer("samples")),
         temperature_(o.number("temperature")),
+        every_count_(o.boolean("every_count")),
         fine_tune_(o.boolean("fine_tune")),
         config_(TrainConfig::from_json(o.object("config"), "method 'gdp': options.config")) {
     if (fine_tune_ && checkpoint_.empty())
@@ -78,9 +79,24 @@ class GdpPlacer : public place::Placer {
     const std::vector<int32_t> greedy = greedy_actions(logits.value());
     const int32_t greedy_used = in.devices_used ? greedy.back() + 1 : in.num_devices;
     std::vector<Placement> ps{placement_of(in, greedy, 0)};
-    Rng rng(run.seed());
-    const int32_t n = static_cast<int32_t>(
+    int32_t n = static_cast<int32_t>(
         std::min<int64_t>(samples_, std::max<int64_t>(0, run.samples_left() - 1)));
+    // The greedy positions read at every other device count the mask allows, in place of as
+    // many samples: the one decision with few values is enumerated, the units' are not.
+    int32_t counts = 0;
+    if (in.devices_used && every_count_) {
+      const nn::Tensor mask = in.mask.cpu();
+      const int64_t A = mask.dim(1), row = static_cast<int64_t>(in.num_units()) * A;
+      std::vector<int32_t> g = greedy;
+      for (int32_t L = 1; L <= in.num_devices && counts < n; ++L) {
+        if (L == greedy_used || mask[row + L - 1] < kMaskedLogit / 2) continue;
+        g.back() = L - 1;
+        ps.push_back(placement_of(in, g, 0));
+        ++counts;
+      }
+      n -= counts;
+    }
+    Rng rng(run.seed());
     const std::vector<int32_t> acts = sample_actions(logits.value(), n, rng, temperature_);
     for (int32_t k = 0; k < n; ++k) ps.push_back(placement_of(in, acts, k));
     const std::vector<double> t = run.evaluate(ps);
@@ -107,6 +123,7 @@ class GdpPlacer : public place::Placer {
       }
     }
     run.set_note("zero-shot: greedy" +
+                 (counts ? " at " + std::to_string(counts + 1) + " device counts" : std::string()) +
                  (n ? " and " + std::to_string(n) + " samples" : std::string()) + " from " +
                  checkpoint_ + ", " + std::to_string(in.num_units()) + " decisions" +
                  (in.devices_used ? ", greedy on " + std::to_string(greedy_used) + " of " +
@@ -120,6 +137,7 @@ class GdpPlacer : public place::Placer {
   std::string checkpoint_;
   int64_t samples_;
   double temperature_;
+  bool every_count_;
   bool fine_tune_;
   TrainConfig config_;
 };
@@ -140,6 +158,10 @@ void gdp_places(place::Registry& r) {
        place::number_option("temperature", 1, 0.05, 100,
                             "zero-shot: the samples are drawn from softmax(logits / T); the "
                             "greedy placement is unchanged"),
+       place::boolean_option("every_count", true,
+                             "zero-shot, with a devices-used policy: the greedy positions at "
+                             "every device count the memory bound allows are candidates too, "
+                             "in place of as many of the N samples"),
        place::boolean_option("fine_tune", false, "train from the checkpoint within the budget"),
        place::object_option("config", "training configuration (rl/gdp/config.h TrainConfig)")},
       true,

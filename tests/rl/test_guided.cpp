@@ -3,20 +3,26 @@
 // there and, with mix 0, never leaves it; a missing, corrupt or mismatched checkpoint is a clear
 // error naming the file. And the shipped pre-trained checkpoint still loads.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 
 #include "core/io.h"
 #include "datasets/suite.h"
+#include "nn/autograd.h"
 #include "nn/checkpoint.h"
 #include "place/registry.h"
 #include "place_helpers.h"
+#include "rl/gdp/load.h"
+#include "rl/gdp/policy.h"
 #include "rl/gdp/pretrained.h"
 #include "rl/methods.h"
 #include "rl/run/session.h"
 #include "rl_fixtures.h"
 #include "sim/sim_fixtures.h"
+#include "sim/simulator.h"
 
 using namespace gdp;
 using namespace gdp::test;
@@ -150,6 +156,41 @@ TEST_CASE("rl/the shipped pre-trained checkpoint loads with the current policy c
   CHECK(std::isfinite(r.report.best_step_s));
   CHECK_THAT(r.report.note, Contains(dir));
   CHECK_THAT(rl::pretrained_summary(), Contains("pretrain"));
+}
+
+// Zero-shot with a devices-used policy: the greedy positions are read at every device count
+// (every_count, on by default) in place of as many samples, and the result is the best of them:
+// on 4 devices with 3 samples, 4 greedy candidates and no sample; each candidate decoded here
+// by hand. With every_count off, the same budget is the greedy and 3 samples.
+TEST_CASE("rl/zero-shot reads the greedy positions at every device count", "[rl][pretrained]") {
+  const std::unique_ptr<rl::Policy> policy =
+      rl::load_policy(rl::resolve_checkpoint("pretrained", "gdp"));
+  REQUIRE(policy->config().devices_used);
+  const Graph g = test::small_rnnlm();
+  const Cluster c = read_cluster("v100x4-nvlink");
+  const CostModel cost;
+  const place::Problem pb(g, c, cost);
+  const place::PlaceResult every =
+      place::place(place::prepare(rl_registry(), "gdp", {{"samples", 3}}), pb, place::Budget{}, 1);
+  CHECK(every.report.samples == 4);
+  CHECK_THAT(every.report.note, Contains("greedy at 4 device counts from"));
+  double best = std::numeric_limits<double>::infinity();
+  {
+    nn::NoGradGuard no_grad;
+    const rl::PolicyInput in = policy->prepare(g, c, cost);
+    std::vector<int32_t> a = rl::greedy_actions(policy->forward(in).value());
+    Simulator sim(g, c, cost);
+    for (int32_t L = 1; L <= 4; ++L) {
+      a.back() = L - 1;
+      best = std::min(best, sim.run(rl::placement_of(in, a, 0)).step_time_s);
+    }
+  }
+  CHECK(every.report.best_step_s == best);
+  const place::PlaceResult plain =
+      place::place(place::prepare(rl_registry(), "gdp", {{"samples", 3}, {"every_count", false}}),
+                   pb, place::Budget{}, 1);
+  CHECK(plain.report.samples == 4);
+  CHECK_THAT(plain.report.note, Contains("zero-shot: greedy and 3 samples from"));
 }
 
 // The regression issue 27 started from (a shipped policy that placed held-out graphs worse
