@@ -198,15 +198,16 @@ TEST_CASE("rl/zero-shot reads the greedy positions at every device count", "[rl]
 // (greedy + 63 samples, seed 1, deterministic) of each graph of holdout.json and smoke.json,
 // none of them in pre-training, is held to a floor over the human placement: 1.0 where the
 // shipped policy is at least human, else its measured ratio less 0.02 (docs/results.md,
-// "Transfer" and "Devices used"). Retraining the shipped policy updates this table.
+// "Devices used" and "The memory mask and the greedy at every device count"). Retraining the
+// shipped policy updates this table.
 TEST_CASE("rl/the shipped policy places held-out graphs zero-shot at least as well as before",
           "[rl][pretrained]") {
   const std::map<std::string, double> floor = {
       // holdout.json (measured: docs/results.md, "Devices used", the shipped policy)
       {"gnmt_8layer", 0.81},            // 0.834x (the previous policy's 0.932x: see docs)
-      {"bert_base", 0.96},              // 0.988x
+      {"bert_base", 0.97},              // 0.997x
       {"resnet50_b64", 1.00},           // 1.118x
-      {"transformer_xl_8layer", 1.00},  // 1.027x
+      {"transformer_xl_8layer", 1.00},  // 1.031x
       // smoke.json
       {"rnnlm_small", 1.00},                   // 1.021x
       {"gnmt_small", 1.00},                    // 1.115x
