@@ -52,7 +52,7 @@ int cmd_info(int argc, char** argv) {
         a.has("--profile") ? CostModel::from_json_file(a.get("--profile")) : CostModel();
     Simulator sim(g, c, cost);
     bound = step_time_lower_bound(sim);
-    memory_bound = memory_lower_bound_bytes(g, c, cost);
+    memory_bound = memory_lower_bound_bytes(g);
     int64_t have = 0;
     for (int32_t d = 0; d < c.num_devices() && min_devices == 0; ++d) {
       const int64_t m = c.devices[static_cast<size_t>(d)].memory_bytes;
@@ -96,8 +96,8 @@ int cmd_info(int argc, char** argv) {
     std::printf("lower bound      %.6g s on %s (critical path %.6g s, work / devices %.6g s)\n",
                 bound.bound_s, cluster_name.c_str(), bound.critical_path_s, bound.work_s);
   if (with_bound)
-    std::printf("memory bound     %.2f GiB held at once, summed over devices: %s\n",
-                memory_bound / 1073741824.0,
+    std::printf("memory bound     %.2f MiB held at once, summed over devices: %s\n",
+                memory_bound / 1048576.0,
                 min_devices > 0 ? ("at least " + std::to_string(min_devices) + " device(s)").c_str()
                                 : "more than the cluster holds");
   return 0;

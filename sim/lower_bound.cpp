@@ -28,8 +28,7 @@ StepBound step_time_lower_bound(const Simulator& sim) {
   return b;
 }
 
-int64_t memory_lower_bound_bytes(const Graph& g, const Cluster& c, const CostModel& cost,
-                                 int32_t cuts) {
+int64_t memory_lower_bound_bytes(const Graph& g, int32_t cuts) {
   const int32_t n = g.num_ops();
   int64_t resident = 0;
   for (const Op& op : g.ops()) resident += op.resident_bytes();
@@ -51,8 +50,9 @@ int64_t memory_lower_bound_bytes(const Graph& g, const Cluster& c, const CostMod
   }
 
   // Candidates: the deepest forward ops read only by later phases (the turn to the backward
-  // pass), then ops spread over the topological order; only ops with time on every device
-  // (a zero-time op can start and end at one instant, with its readers).
+  // pass), then ops spread over the topological order. Any op will do, a zero-time one too:
+  // the simulator allocates an op's outputs when it starts, and its readers start only after
+  // its end event (docs/cost-model.md, section 4).
   std::vector<int32_t> depth(n, 0), turn;  // depth: ops on the longest path ending at v
   for (int32_t v : topo)
     for (int64_t k = g.out_ptr()[v]; k < g.out_ptr()[v + 1]; ++k) {
@@ -83,9 +83,6 @@ int64_t memory_lower_bound_bytes(const Graph& g, const Cluster& c, const CostMod
   int64_t best = 0;
   for (int32_t i = 0; i < static_cast<int32_t>(cand.size()); ++i) {
     const int32_t v = cand[i];
-    bool timed = true;
-    for (const DeviceSpec& d : c.devices) timed = timed && cost.op_time_s(g.op(v), d) > 0;
-    if (!timed) continue;
     // Descendants (v included) and strict ancestors, marked with the candidate's index.
     desc[v] = i;
     stack.assign(1, v);

@@ -18,15 +18,15 @@ struct StepBound {
 StepBound step_time_lower_bound(const Simulator& sim);
 
 // Bytes that every placement holds at once, summed over the devices (docs/cost-model.md, 4):
-// the resident bytes of all ops, plus, for an op v that takes time on every device, the
-// tensors live when v starts: every output of an ancestor of v that v or a descendant of v
+// the resident bytes of all ops, plus, for an op v, the tensors live when v starts: v's own
+// outputs and temporaries, and every output of an ancestor of v that v or a descendant of v
 // still reads (all ancestors have ended, no reader has; a tensor read on another device is
-// held either by its producer or as the received copy, so min(tensor, edge bytes) counts).
-// The largest such cut over up to `cuts` candidate ops (the deepest forward ops before the
-// backward pass, e.g. the loss, and ops spread evenly over the topological order), each found
-// in O(N + E). A placement whose devices' capacities sum to less is out of memory, so the
-// bound masks device counts a policy must not use (rl/gdp/policy.h, "devices used").
-int64_t memory_lower_bound_bytes(const Graph& g, const Cluster& c, const CostModel& cost,
-                                 int32_t cuts = 24);
+// held by its producer until it arrives, then as the received copy: min(tensor bytes, its
+// smallest edge) counts). The largest such cut over up to `cuts` candidate ops (the deepest
+// forward ops before the backward pass, e.g. the loss, and ops spread evenly over the
+// topological order), each found in O(N + E). A placement whose devices' capacities sum to
+// less is out of memory, so the bound masks device counts a policy must not use
+// (rl/gdp/policy.h, "devices used").
+int64_t memory_lower_bound_bytes(const Graph& g, int32_t cuts = 24);
 
 }  // namespace gdp

@@ -5,8 +5,11 @@
 // placement it simulated.
 #include "rl/gdp/method.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <set>
 
 #include "core/error.h"
 #include "nn/autograd.h"
@@ -82,15 +85,25 @@ class GdpPlacer : public place::Placer {
     int32_t n = static_cast<int32_t>(
         std::min<int64_t>(samples_, std::max<int64_t>(0, run.samples_left() - 1)));
     // The greedy positions read at every other device count the mask allows, in place of as
-    // many samples: the one decision with few values is enumerated, the units' are not.
+    // many samples: the one decision with few values is enumerated, the units' are not. The
+    // counts nearest the greedy one first; a count that decodes to a placement already in
+    // the list is skipped.
     int32_t counts = 0;
     if (in.devices_used && every_count_) {
       const nn::Tensor mask = in.mask.cpu();
       const int64_t A = mask.dim(1), row = static_cast<int64_t>(in.num_units()) * A;
+      std::vector<int32_t> order;
+      for (int32_t L = 1; L <= in.num_devices; ++L)
+        if (L != greedy_used && mask[row + L - 1] > kMaskedLogit / 2) order.push_back(L);
+      std::stable_sort(order.begin(), order.end(), [&](int32_t x, int32_t y) {
+        return std::abs(x - greedy_used) < std::abs(y - greedy_used);
+      });
+      std::set<std::vector<int32_t>> seen{unit_devices(in, greedy, 0)};
       std::vector<int32_t> g = greedy;
-      for (int32_t L = 1; L <= in.num_devices && counts < n; ++L) {
-        if (L == greedy_used || mask[row + L - 1] < kMaskedLogit / 2) continue;
+      for (int32_t L : order) {
+        if (counts >= n) break;
         g.back() = L - 1;
+        if (!seen.insert(unit_devices(in, g, 0)).second) continue;
         ps.push_back(placement_of(in, g, 0));
         ++counts;
       }
@@ -114,7 +127,7 @@ class GdpPlacer : public place::Placer {
         run.count_samples(r.simulations - 1);  // its last simulation is the evaluation below
         if (r.valid) {
           run.evaluate(r.placement);
-          repaired = "; " + std::string(k == 0 ? "the greedy placement" : "a sample") +
+          repaired = "; " + std::string(k == 0 ? "the greedy placement" : "a candidate") +
                      " repaired (" + std::to_string(r.moved_ops) + " ops moved)";
         } else {
           run.count_samples(1);

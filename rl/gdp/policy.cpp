@@ -205,7 +205,7 @@ BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c,
   if (in.anchored)
     for (int32_t a = 1; a < D; ++a) mask[a] = T(kMaskLogit);  // unit 0: device 0 only
   if (in.devices_used) {  // no L whose devices 0..L-1 cannot hold what every placement holds
-    const int64_t need = memory_lower_bound_bytes(g, c, cost);
+    const int64_t need = memory_lower_bound_bytes(g);
     int64_t have = 0;
     for (int32_t L = 1; L < D; ++L) {
       const int64_t m = c.devices[static_cast<size_t>(L - 1)].memory_bytes;

@@ -51,8 +51,10 @@ case "$case_name" in
     # With a cluster: the step-time lower bound (longest path / work over devices).
     expect_rc 0 "lower bound .* on v100x2-nvlink (critical path" -- "$gdp" info "$tmp/g.json" --cluster v100x2-nvlink
     expect_rc 0 '"lower_bound_s"' -- "$gdp" info --json "$tmp/g.json" --cluster v100x2-nvlink
-    # And the memory every placement holds at once: at least the 4 MiB of weights; one device.
-    expect_rc 0 "memory bound .* GiB held at once, summed over devices: at least 1 device" -- "$gdp" info "$tmp/g.json" --cluster v100x2-nvlink
+    # And the memory every placement holds at once: the 4 MiB of weights, and at b's start a's
+    # output (read by b) and b's own: 12 MiB; one device holds it.
+    expect_rc 0 "memory bound     12.00 MiB held at once, summed over devices: at least 1 device" -- "$gdp" info "$tmp/g.json" --cluster v100x2-nvlink
+    expect_rc 0 '"memory_bound_bytes": 12582912' -- "$gdp" info --json "$tmp/g.json" --cluster v100x2-nvlink
     expect_rc 0 '"min_devices": 1' -- "$gdp" info --json "$tmp/g.json" --cluster v100x2-nvlink
     expect_rc 2 "--profile needs --cluster" -- "$gdp" info "$tmp/g.json" --profile x.json ;;
   convert)

@@ -21,6 +21,7 @@
 #include "rl/methods.h"
 #include "rl/run/session.h"
 #include "rl_fixtures.h"
+#include "sim/lower_bound.h"
 #include "sim/sim_fixtures.h"
 #include "sim/simulator.h"
 
@@ -161,7 +162,8 @@ TEST_CASE("rl/the shipped pre-trained checkpoint loads with the current policy c
 // Zero-shot with a devices-used policy: the greedy positions are read at every device count
 // (every_count, on by default) in place of as many samples, and the result is the best of them:
 // on 4 devices with 3 samples, 4 greedy candidates and no sample; each candidate decoded here
-// by hand. With every_count off, the same budget is the greedy and 3 samples.
+// by hand. With every_count off, the same budget is the greedy and 3 samples; with one sample,
+// the nearest count; under memory pressure, only the counts the mask leaves open.
 TEST_CASE("rl/zero-shot reads the greedy positions at every device count", "[rl][pretrained]") {
   const std::unique_ptr<rl::Policy> policy =
       rl::load_policy(rl::resolve_checkpoint("pretrained", "gdp"));
@@ -191,6 +193,31 @@ TEST_CASE("rl/zero-shot reads the greedy positions at every device count", "[rl]
                    pb, place::Budget{}, 1);
   CHECK(plain.report.samples == 4);
   CHECK_THAT(plain.report.note, Contains("zero-shot: greedy and 3 samples from"));
+  // One sample's budget: the count nearest the greedy one (the lower on a tie) takes it.
+  const place::PlaceResult one =
+      place::place(place::prepare(rl_registry(), "gdp", {{"samples", 1}}), pb, place::Budget{}, 1);
+  CHECK(one.report.samples == 2);
+  CHECK_THAT(one.report.note, Contains("greedy at 2 device counts from"));
+  {
+    nn::NoGradGuard no_grad;
+    const rl::PolicyInput in = policy->prepare(g, c, cost);
+    std::vector<int32_t> a = rl::greedy_actions(policy->forward(in).value());
+    const int32_t used = a.back() + 1, near = used > 1 ? used - 1 : used + 1;
+    Simulator sim(g, c, cost);
+    const double at_greedy = sim.run(rl::placement_of(in, a, 0)).step_time_s;
+    a.back() = near - 1;
+    CHECK(one.report.best_step_s ==
+          std::min(at_greedy, sim.run(rl::placement_of(in, a, 0)).step_time_s));
+  }
+  // Counts the memory mask closes are not candidates: with each device holding 0.3 of what the
+  // graph needs, only L = 4 is open, and the budget goes to samples.
+  Cluster small = c;
+  for (DeviceSpec& d : small.devices) d.memory_bytes = memory_lower_bound_bytes(g) * 3 / 10;
+  const place::Problem pbs(g, small, cost);
+  const place::PlaceResult masked =
+      place::place(place::prepare(rl_registry(), "gdp", {{"samples", 3}}), pbs, place::Budget{}, 1);
+  CHECK_THAT(masked.report.note, Contains("zero-shot: greedy and 3 samples from"));
+  CHECK_THAT(masked.report.note, Contains("greedy on 4 of 4 devices"));
 }
 
 // The regression issue 27 started from (a shipped policy that placed held-out graphs worse
