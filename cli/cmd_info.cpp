@@ -43,7 +43,7 @@ int cmd_info(int argc, char** argv) {
   bool with_bound = a.has("--cluster");
   StepBound bound;
   int64_t memory_bound = 0;
-  int32_t min_devices = 0;  // the fewest first devices whose capacities cover memory_bound
+  int32_t min_devices = 0;
   std::string cluster_name;
   if (with_bound) {
     cluster_name = a.get("--cluster");
@@ -53,12 +53,7 @@ int cmd_info(int argc, char** argv) {
     Simulator sim(g, c, cost);
     bound = step_time_lower_bound(sim);
     memory_bound = memory_lower_bound_bytes(g);
-    int64_t have = 0;
-    for (int32_t d = 0; d < c.num_devices() && min_devices == 0; ++d) {
-      const int64_t m = c.devices[static_cast<size_t>(d)].memory_bytes;
-      have = m > 0 && have >= 0 ? have + m : -1;  // capacity <= 0: unlimited
-      if (have < 0 || have >= memory_bound) min_devices = d + 1;
-    }
+    min_devices = fewest_devices_holding(c, memory_bound);
   } else if (a.has("--profile")) {
     throw UsageError("--profile needs --cluster");
   }

@@ -122,4 +122,15 @@ int64_t memory_lower_bound_bytes(const Graph& g, int32_t cuts) {
   return resident + best;
 }
 
+int32_t fewest_devices_holding(const Cluster& c, int64_t bytes) {
+  int64_t have = 0;
+  for (int32_t d = 0; d < c.num_devices(); ++d) {
+    const int64_t m = c.devices[static_cast<size_t>(d)].memory_bytes;
+    if (m <= 0) return d + 1;  // unlimited
+    have += m;
+    if (have >= bytes) return d + 1;
+  }
+  return 0;
+}
+
 }  // namespace gdp

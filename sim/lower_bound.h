@@ -29,4 +29,8 @@ StepBound step_time_lower_bound(const Simulator& sim);
 // (rl/gdp/policy.h, "devices used").
 int64_t memory_lower_bound_bytes(const Graph& g, int32_t cuts = 24);
 
+// The fewest of the cluster's first devices (in its order) whose capacities sum to at least
+// `bytes`; 0 when even all of them fall short. A capacity <= 0 is unlimited.
+int32_t fewest_devices_holding(const Cluster& c, int64_t bytes);
+
 }  // namespace gdp

@@ -302,22 +302,27 @@ void bind_graphs(pb::module_& m) {
           ClusterPtr c = as_cluster(cluster);
           CostPtr cost = as_cost(profile);
           StepBound b;
+          int64_t memory = 0;
           {
             pb::gil_scoped_release release;
             Simulator sim(*g, *c, *cost);
             b = step_time_lower_bound(sim);
+            memory = memory_lower_bound_bytes(*g);
           }
           d["cluster"] = is_pathlike(cluster) ? as_path(cluster, "cluster") : c->name;
           d["lower_bound_s"] = b.bound_s;
           d["critical_path_s"] = b.critical_path_s;
           d["work_bound_s"] = b.work_s;
+          d["memory_bound_bytes"] = memory;
+          d["min_devices"] = fewest_devices_holding(*c, memory);
         } else if (!profile.is_none()) {
           throw InputError("info: a profile needs a cluster");
         }
         return d;
       },
       pb::arg("graph"), pb::arg("cluster") = pb::none(), pb::arg("profile") = pb::none(),
-      "`gdp info --json`'s figures; with a cluster also the step-time lower bound.");
+      "`gdp info --json`'s figures; with a cluster also the step-time lower bound and the "
+      "memory every placement holds at once (memory_bound_bytes, min_devices).");
 
   m.def(
       "cluster",

@@ -205,13 +205,9 @@ BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c,
   if (in.anchored)
     for (int32_t a = 1; a < D; ++a) mask[a] = T(kMaskLogit);  // unit 0: device 0 only
   if (in.devices_used) {  // no L whose devices 0..L-1 cannot hold what every placement holds
-    const int64_t need = memory_lower_bound_bytes(g);
-    int64_t have = 0;
-    for (int32_t L = 1; L < D; ++L) {
-      const int64_t m = c.devices[static_cast<size_t>(L - 1)].memory_bytes;
-      have = m > 0 && have >= 0 ? have + m : -1;  // capacity <= 0: unlimited
-      if (have >= 0 && have < need) mask[static_cast<size_t>(U) * A + L - 1] = T(kMaskLogit);
-    }
+    const int32_t least = fewest_devices_holding(c, memory_lower_bound_bytes(g));
+    for (int32_t L = 1; L < D; ++L)  // L = D stays open even when nothing fits
+      if (least == 0 || L < least) mask[static_cast<size_t>(U) * A + L - 1] = T(kMaskLogit);
   }
   in.mask = nn::BasicTensor<T>::from_vector({R, A}, mask);
   if (config_.head == "position") {

@@ -195,7 +195,15 @@ TEST_CASE("sim/memory bound: the largest cut of a hand-built graph, exactly", "[
   g.finalize();
   const int64_t bound = memory_lower_bound_bytes(g);
   CHECK(bound == 1310);
-  const Cluster cl = make_cluster_preset("v100x2-nvlink");
+  Cluster cl = make_cluster_preset("v100x2-nvlink");
+  // The fewest first devices that hold a byte count: one, two, or none of two.
+  const int64_t cap = cl.devices[0].memory_bytes;
+  CHECK(fewest_devices_holding(cl, bound) == 1);
+  CHECK(fewest_devices_holding(cl, cap + 1) == 2);
+  CHECK(fewest_devices_holding(cl, 2 * cap + 1) == 0);
+  cl.devices[1].memory_bytes = 0;  // unlimited
+  CHECK(fewest_devices_holding(cl, 2 * cap + 1) == 2);
+  cl.devices[1].memory_bytes = cap;
   Simulator sim(g, cl, CostModel());
   for (int32_t mask = 0; mask < 16; ++mask) {
     Placement p;
