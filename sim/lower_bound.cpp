@@ -79,34 +79,32 @@ int64_t memory_lower_bound_bytes(const Graph& g, int32_t cuts) {
   cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
 
   std::vector<int32_t> anc(n, -1), desc(n, -1), stack;
+  // Marks with `id` every op reachable from v over the adjacency (ptr, ids), each edge's
+  // `end` the next op; appends them to `found` where given.
+  auto reach = [&](int32_t v, const std::vector<int64_t>& ptr, const std::vector<int64_t>& ids,
+                   int32_t Edge::*end, int32_t id, std::vector<int32_t>& mark,
+                   std::vector<int32_t>* found) {
+    stack.assign(1, v);
+    while (!stack.empty()) {
+      const int32_t u = stack.back();
+      stack.pop_back();
+      for (int64_t k = ptr[u]; k < ptr[u + 1]; ++k)
+        if (const int32_t w = E[ids[k]].*end; mark[w] != id) {
+          mark[w] = id;
+          if (found) found->push_back(w);
+          stack.push_back(w);
+        }
+    }
+  };
   std::vector<int32_t> counted(held.size(), -1);
   int64_t best = 0;
   for (int32_t i = 0; i < static_cast<int32_t>(cand.size()); ++i) {
     const int32_t v = cand[i];
     // Descendants (v included) and strict ancestors, marked with the candidate's index.
     desc[v] = i;
-    stack.assign(1, v);
-    while (!stack.empty()) {
-      const int32_t u = stack.back();
-      stack.pop_back();
-      for (int64_t k = g.out_ptr()[u]; k < g.out_ptr()[u + 1]; ++k)
-        if (const int32_t w = E[g.out_edge_ids()[k]].dst; desc[w] != i) {
-          desc[w] = i;
-          stack.push_back(w);
-        }
-    }
+    reach(v, g.out_ptr(), g.out_edge_ids(), &Edge::dst, i, desc, nullptr);
     std::vector<int32_t> ancestors;
-    stack.assign(1, v);
-    while (!stack.empty()) {
-      const int32_t u = stack.back();
-      stack.pop_back();
-      for (int64_t k = g.in_ptr()[u]; k < g.in_ptr()[u + 1]; ++k)
-        if (const int32_t w = E[g.in_edge_ids()[k]].src; anc[w] != i) {
-          anc[w] = i;
-          ancestors.push_back(w);
-          stack.push_back(w);
-        }
-    }
+    reach(v, g.in_ptr(), g.in_edge_ids(), &Edge::src, i, anc, &ancestors);
     // v's outputs and scratch are allocated at its start and held until its end.
     int64_t live = g.op(v).output_bytes() + g.op(v).temp_bytes;
     for (int32_t a : ancestors)
