@@ -229,17 +229,19 @@ GraphSummary Graph::summary() const {
     if (!o.colocation.empty()) groups.insert(o.colocation);
   }
   s.colocation_groups = static_cast<int64_t>(groups.size());
-  if (finalized_) {
-    std::vector<int64_t> depth(ops_.size(), 1);
-    for (int32_t u : topo_) {
-      for (int64_t k = out_ptr_[u]; k < out_ptr_[u + 1]; ++k) {
-        int32_t v = edges_[out_eids_[k]].dst;
-        depth[v] = std::max(depth[v], depth[u] + 1);
-      }
-      s.depth = std::max(s.depth, depth[u]);
-    }
-  }
+  if (finalized_)
+    for (int32_t l : levels()) s.depth = std::max<int64_t>(s.depth, l + 1);
   return s;
+}
+
+std::vector<int32_t> Graph::levels() const {
+  std::vector<int32_t> level(ops_.size(), 0);
+  for (int32_t u : topo_)
+    for (int64_t k = out_ptr_[u]; k < out_ptr_[u + 1]; ++k) {
+      int32_t& l = level[edges_[out_eids_[k]].dst];
+      l = std::max(l, level[u] + 1);
+    }
+  return level;
 }
 
 }  // namespace gdp

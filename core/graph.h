@@ -128,6 +128,8 @@ class Graph {
   const std::vector<int64_t>& in_edge_ids() const { return in_eids_; }
   // Ops in a topological order (Kahn's algorithm, ties by dense index: deterministic).
   const std::vector<int32_t>& topo_order() const { return topo_; }
+  // Each op's level: the edges on the longest path from a source to it (sources 0).
+  std::vector<int32_t> levels() const;
 
   int32_t find_op(const std::string& name) const;  // -1 when absent
   GraphSummary summary() const;

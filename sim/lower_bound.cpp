@@ -53,12 +53,8 @@ int64_t memory_lower_bound_bytes(const Graph& g, int32_t cuts) {
   // pass), then ops spread over the topological order. Any op will do, a zero-time one too:
   // the simulator allocates an op's outputs when it starts, and its readers start only after
   // its end event (docs/cost-model.md, section 4).
-  std::vector<int32_t> depth(n, 0), turn;  // depth: ops on the longest path ending at v
-  for (int32_t v : topo)
-    for (int64_t k = g.out_ptr()[v]; k < g.out_ptr()[v + 1]; ++k) {
-      int32_t& d = depth[E[g.out_edge_ids()[k]].dst];
-      d = std::max(d, depth[v] + 1);
-    }
+  const std::vector<int32_t> depth = g.levels();
+  std::vector<int32_t> turn;
   for (int32_t v : topo) {
     if (g.op(v).phase != Phase::forward) continue;
     bool forward_reader = false, later_reader = false;
