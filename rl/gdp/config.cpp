@@ -1,6 +1,7 @@
 // TrainConfig's regimes and JSON (rl/gdp/config.h).
 #include "rl/gdp/config.h"
 
+#include <algorithm>
 #include <initializer_list>
 #include <variant>
 
@@ -140,19 +141,19 @@ TrainConfig TrainConfig::preset(const std::string& regime, const std::string& so
   if (regime != "transfer")
     throw InputError(source + ": expected \"search\" or \"transfer\", got \"" + regime + "\"");
   c.regime = regime;
-  c.policy.features = 2;  // 3 (the links too) measured worse at full length (docs/results.md)
-  c.policy.decision = "stage";
-  c.policy.devices_used = true;  // one-GPU graphs reachable by one decision (docs/policy.md)
+  // Op decisions with plain PPO over the stage-coordinate features: the configuration whose
+  // zero-shot placements measured best on every held-out suite (docs/results.md, "Op
+  // decisions, plain PPO"); stage decisions with a devices-used row (the preset before it), the
+  // joint op + stage training (`decisions`), type dropout, family weights and the std floor
+  // each measured worse there.
+  c.policy.features = 2;
   c.samples_per_iteration = 16;
   c.imitation_steps = 0;
   c.warm_start.clear();
   c.elite.size = 0;
   c.explore.local_fraction = 0;
   c.ppo.baseline = Baseline::mean;
-  c.ppo.std_floor = 0.01;
-  c.type_dropout = 0.1;
-  c.family_weights = true;
-  c.fine_tune_decision = "";  // a suite's fine-tuning keeps the stage decisions
+  c.fine_tune_decision = "";  // a suite's fine-tuning keeps the checkpoint's decisions
   c.fine_tune_warm_start = false;
   return c;
 }
@@ -162,7 +163,8 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
   StrictJson sj(source);
   sj.check_keys(j, "", {},
                 names_of(train_keys(), {"regime", "policy", "ppo", "reward", "warm_start", "elite",
-                                        "explore", "expert", "fine_tune_decision"}));
+                                        "explore", "expert", "fine_tune_decision",
+                                        "decisions"}));
   TrainConfig c = preset(j.contains("regime") ? sj.string(j, "regime", "") : default_regime,
                          source + ": regime");
   if (j.contains("policy")) {
@@ -213,6 +215,18 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
       c.warm_start.push_back(m);
     }
   }
+  if (j.contains("decisions")) {
+    const nlohmann::json& d = sj.array(j, "decisions", "");
+    c.decisions.clear();
+    for (size_t i = 0; i < d.size(); ++i) {
+      if (!d[i].is_string() || (d[i] != "op" && d[i] != "stage"))
+        sj.fail(json_path("decisions", i), "expected \"op\" or \"stage\"");
+      const std::string x = d[i].get<std::string>();
+      if (std::find(c.decisions.begin(), c.decisions.end(), x) != c.decisions.end())
+        sj.fail(json_path("decisions", i), "\"" + x + "\" is listed twice");
+      c.decisions.push_back(x);
+    }
+  }
   read_section(sj, j, "elite", source, elite_keys(), c.elite);
   if (!read_section(sj, j, "explore", source, explore_keys(), c.explore).empty() &&
       c.explore.p_run + c.explore.p_block <= 0)
@@ -239,6 +253,7 @@ nlohmann::ordered_json TrainConfig::to_json() const {
   j["explore"] = write_keys(explore_keys(), explore);
   j["expert"] = write_keys(expert_keys(), expert);
   j["fine_tune_decision"] = fine_tune_decision;
+  j["decisions"] = decisions;
   return j;
 }
 

@@ -42,9 +42,9 @@ struct TrainConfig {
   // The named regime whose defaults the other keys start from (docs/ppo.md): "search", the
   // levers that win on one graph (GDP-one, fine-tuning: local proposals, elites, warm start;
   // the defaults below); "transfer", pre-training for zero-shot transfer (`gdp train
-  // --suite`): stage decisions over the stage features, K = 16 on-policy samples, no warm
-  // start, no behaviour cloning, no elites, no local proposals, type dropout 0.1, families
-  // weighted equally.
+  // --suite`): plain PPO, op decisions over the stage-coordinate features, K = 16 on-policy
+  // samples, a mean baseline, no warm start, no behaviour cloning, no elites, no local
+  // proposals.
   std::string regime = "search";
   PolicyConfig policy;
   PpoConfig ppo;
@@ -82,6 +82,14 @@ struct TrainConfig {
   // GDP-batch: each graph's loss weighs 1 / (families x graphs of its family) instead of
   // 1 / graphs, so that 32 random graphs do not outvote 8 models (TrainGraph::family).
   bool family_weights = false;
+  // What one decision places, per training graph: empty, the policy's decision alone; else
+  // each graph is trained once per entry ("op", "stage"), each with its own K samples, log
+  // rows and half its loss weight, from the same node logits pooled the two ways (the second
+  // entry's rows are named "<graph>@<decision>"). A network trained so places a graph's ops
+  // one by one where that wins (a Transformer's intra-layer split) and its stages as wholes
+  // where that wins (an RNN's layer pipeline), and zero-shot reads both (the place method's
+  // option "decode").
+  std::vector<std::string> decisions;
   // Fine-tuning (a checkpoint to start from). The network keeps the checkpoint's policy config
   // and parameters; these three say how the search around it starts (docs/ppo.md, "Fine-tuning
   // a stage policy into op decisions"; the defaults are the search regime's, the best measured on

@@ -18,6 +18,7 @@
 #include "rl/gdp/load.h"
 #include "rl/gdp/pretrained.h"
 #include "rl/gdp/trainer.h"
+#include "sim/lower_bound.h"
 
 namespace gdp::rl {
 
@@ -32,6 +33,7 @@ class GdpPlacer : public place::Placer {
         samples_(o.integer("samples")),
         temperature_(o.number("temperature")),
         every_count_(o.boolean("every_count")),
+        decode_(o.string("decode")),
         fine_tune_(o.boolean("fine_tune")),
         config_(TrainConfig::from_json(o.object("config"), "method 'gdp': options.config")) {
     if (fine_tune_ && checkpoint_.empty())
@@ -74,51 +76,123 @@ class GdpPlacer : public place::Placer {
     return placement_of(in, greedy_actions(logits.value()), 0);
   }
 
+  // One way of reading the network's node logits: what one decision places ("op" or "stage"),
+  // the input pooled that way, its unit logits and their greedy actions.
+  struct Decoding {
+    std::string decision;
+    PolicyInput in;
+    nn::Tensor logits;
+    std::vector<int32_t> greedy;
+    int32_t greedy_used = 0;  // the devices its greedy placement's count names (D without a row)
+  };
+
+  // The unit devices of one sample's actions `a` read at L devices: with the devices-used row,
+  // the row set to L; without it, the labels coarsened by the row's own rule, floor(a L / D):
+  // L = 1 is one device. (Merging the labels in the order of their units' mean topological
+  // position instead measured no better: docs/results.md, "Op decisions, plain PPO".)
+  static std::vector<int32_t> devices_at(const PolicyInput& in, std::vector<int32_t> a,
+                                         int32_t L) {
+    if (in.devices_used) {
+      a.back() = L - 1;
+      return unit_devices(in, a, 0);
+    }
+    for (int32_t& x : a) x = static_cast<int32_t>(int64_t{x} * L / in.num_devices);
+    return a;
+  }
+
+  std::vector<std::string> decisions(const Policy& policy) const {
+    const std::string& own = policy.config().decision;
+    if (decode_ == "own") return {own};
+    if (decode_ == "both") return {own, own == "op" ? "stage" : "op"};
+    return {decode_};
+  }
+
   Placement zero_shot(place::Run& run, const Policy& policy) {
     const place::Problem& pb = run.problem();
+    const int32_t D = pb.cluster().num_devices();
     nn::NoGradGuard no_grad;
-    const PolicyInput in = policy.prepare(pb.graph(), pb.cluster(), pb.cost());
-    const nn::Var logits = policy.forward(in);
-    const std::vector<int32_t> greedy = greedy_actions(logits.value());
-    const int32_t greedy_used = in.devices_used ? greedy.back() + 1 : in.num_devices;
-    std::vector<Placement> ps{placement_of(in, greedy, 0)};
-    int32_t n = static_cast<int32_t>(
-        std::min<int64_t>(samples_, std::max<int64_t>(0, run.samples_left() - 1)));
-    // The greedy positions read at every other device count the mask allows, in place of as
-    // many samples: the one decision with few values is enumerated, the units' are not. The
-    // counts nearest the greedy one first; a count that decodes to a placement already in
-    // the list is skipped.
-    int32_t counts = 0;
-    if (in.devices_used && every_count_) {
-      const nn::Tensor mask = in.mask.cpu();
-      const int64_t A = mask.dim(1), row = static_cast<int64_t>(in.num_units()) * A;
-      std::vector<int32_t> order;
-      for (int32_t L = 1; L <= in.num_devices; ++L)
-        if (L != greedy_used && mask[row + L - 1] > kMaskedLogit / 2) order.push_back(L);
-      std::stable_sort(order.begin(), order.end(), [&](int32_t x, int32_t y) {
-        return std::abs(x - greedy_used) < std::abs(y - greedy_used);
-      });
-      std::set<std::vector<int32_t>> seen{unit_devices(in, greedy, 0)};
-      std::vector<int32_t> g = greedy;
-      for (int32_t L : order) {
-        if (counts >= n) break;
-        g.back() = L - 1;
-        if (!seen.insert(unit_devices(in, g, 0)).second) continue;
-        ps.push_back(placement_of(in, g, 0));
-        ++counts;
+    std::vector<Decoding> dec;
+    for (const std::string& d : decisions(policy)) {
+      Decoding x{d, policy.prepare(pb.graph(), pb.cluster(), pb.cost(), d), {}, {}, D};
+      x.logits = policy.forward(x.in).value().cpu();
+      x.greedy = greedy_actions(x.logits);
+      if (x.in.devices_used) x.greedy_used = x.greedy.back() + 1;
+      dec.push_back(std::move(x));
+    }
+    // A budget too small for every decoding's greedy placement keeps the first ones.
+    dec.erase(dec.begin() + std::clamp<int64_t>(run.samples_left(), 1,
+                                                 static_cast<int64_t>(dec.size())),
+              dec.end());
+    const size_t G = dec.size();
+    // Candidates, each with where it came from (for the note): every decoding's greedy
+    // placement first; then, with every_count, the greedy labels read at every other device
+    // count the memory bound allows (nearest the greedy count first, the decodings taking
+    // turns; a placement already listed is skipped), in place of as many samples; then
+    // samples, split evenly between the decodings.
+    std::vector<Placement> ps;
+    std::vector<std::string> from;
+    std::set<std::vector<int32_t>> seen;
+    for (const Decoding& x : dec) {
+      ps.push_back(placement_of(x.in, x.greedy, 0));
+      from.push_back(x.decision + " decisions' greedy on " + std::to_string(x.greedy_used));
+      seen.insert(ps.back().device);
+    }
+    // 1 + samples candidates in all, as with one decoding: the other decodings' greedy
+    // placements take samples' places (and are kept when samples is 0).
+    const int64_t extra = static_cast<int64_t>(G) - 1;
+    int32_t n = static_cast<int32_t>(std::max<int64_t>(
+        0, std::min<int64_t>(samples_, run.samples_left() - 1) - extra));
+    std::vector<int32_t> counts(G, 0), drawn(G, 0);
+    if (every_count_) {
+      const int32_t least = fewest_devices_holding(pb.cluster(), memory_lower_bound_bytes(pb.graph()));
+      std::vector<std::vector<int32_t>> order(G);
+      size_t longest = 0;
+      for (size_t i = 0; i < G; ++i) {
+        if (!dec[i].in.devices_used && D < 2) continue;
+        for (int32_t L = 1; L <= D; ++L)
+          if (L != dec[i].greedy_used && (L == D || (least > 0 && L >= least)))
+            order[i].push_back(L);
+        const int32_t used = dec[i].greedy_used;
+        std::stable_sort(order[i].begin(), order[i].end(), [used](int32_t x, int32_t y) {
+          return std::abs(x - used) < std::abs(y - used);
+        });
+        longest = std::max(longest, order[i].size());
       }
-      n -= counts;
+      int32_t total = 0;
+      for (size_t r = 0; r < longest && total < n; ++r)
+        for (size_t i = 0; i < G && total < n; ++i) {
+          if (r >= order[i].size()) continue;
+          const int32_t L = order[i][r];
+          Placement p = dec[i].in.units.expand(devices_at(dec[i].in, dec[i].greedy, L));
+          if (!seen.insert(p.device).second) continue;
+          ps.push_back(std::move(p));
+          from.push_back(dec[i].decision + " decisions' greedy on " + std::to_string(L));
+          ++counts[i];
+          ++total;
+        }
+      n -= total;
     }
     Rng rng(run.seed());
-    const std::vector<int32_t> acts = sample_actions(logits.value(), n, rng, temperature_);
-    for (int32_t k = 0; k < n; ++k) ps.push_back(placement_of(in, acts, k));
+    for (size_t i = 0; i < G; ++i) {
+      drawn[i] = n / static_cast<int32_t>(G) + (static_cast<int32_t>(i) < n % static_cast<int32_t>(G));
+      const std::vector<int32_t> acts = sample_actions(dec[i].logits, drawn[i], rng, temperature_);
+      for (int32_t k = 0; k < drawn[i]; ++k) {
+        ps.push_back(placement_of(dec[i].in, acts, k));
+        from.push_back(dec[i].decision + " decisions' sample");
+      }
+    }
     const std::vector<double> t = run.evaluate(ps);
     int32_t raw_valid = 0;
-    for (double x : t) raw_valid += std::isfinite(x);
+    size_t best = 0;
+    for (size_t k = 0; k < t.size(); ++k) {
+      raw_valid += std::isfinite(t[k]);
+      if (std::isfinite(t[k]) && !(t[k] >= t[best] && std::isfinite(t[best]))) best = k;
+    }
     // Nothing the network gave fits: repair the greedy placement, then the samples in order,
     // until one fits (place/repair.h), every simulation counted.
     std::string repaired;
     if (!run.has_best()) {
+      const PolicyInput& in = dec[0].in;
       std::vector<double> key(static_cast<size_t>(pb.graph().num_ops()));
       for (size_t v = 0; v < key.size(); ++v)
         key[v] = in.features.x[static_cast<int64_t>(v) * kNodeFeatures + feat::stage_time];
@@ -135,15 +209,30 @@ class GdpPlacer : public place::Placer {
         if (k >= 8) break;  // repair is a fallback, not a search
       }
     }
-    run.set_note("zero-shot: greedy" +
-                 (counts ? " at " + std::to_string(counts + 1) + " device counts" : std::string()) +
-                 (n ? " and " + std::to_string(n) + " samples" : std::string()) + " from " +
-                 checkpoint_ + ", " + std::to_string(in.num_units()) + " decisions" +
-                 (in.devices_used ? ", greedy on " + std::to_string(greedy_used) + " of " +
-                                        std::to_string(in.num_devices) + " devices"
-                                  : std::string()) +
-                 "; " + std::to_string(raw_valid) + "/" + std::to_string(ps.size()) +
-                 " valid as decoded" + repaired);
+    auto part = [&](size_t i) {
+      return "greedy" +
+             (counts[i] ? " at " + std::to_string(counts[i] + 1) + " device counts"
+                        : std::string()) +
+             (drawn[i] ? " and " + std::to_string(drawn[i]) + " samples" : std::string());
+    };
+    std::string note;
+    if (G == 1) {
+      const Decoding& x = dec[0];
+      note = "zero-shot: " + part(0) + " from " + checkpoint_ + ", " +
+             std::to_string(x.in.num_units()) + " decisions" +
+             (x.in.devices_used ? ", greedy on " + std::to_string(x.greedy_used) + " of " +
+                                      std::to_string(D) + " devices"
+                                : std::string());
+    } else {
+      note = "zero-shot from " + checkpoint_ + ":";
+      for (size_t i = 0; i < G; ++i)
+        note += std::string(i ? ";" : "") + " " + dec[i].decision + " decisions (" +
+                std::to_string(dec[i].in.num_units()) + "): " + part(i);
+    }
+    note += "; " + std::to_string(raw_valid) + "/" + std::to_string(ps.size()) +
+            " valid as decoded" +
+            (raw_valid ? "; best: " + from[best] : std::string()) + repaired;
+    run.set_note(note);
     return run.has_best() ? run.best() : ps[0];
   }
 
@@ -151,6 +240,7 @@ class GdpPlacer : public place::Placer {
   int64_t samples_;
   double temperature_;
   bool every_count_;
+  std::string decode_;
   bool fine_tune_;
   TrainConfig config_;
 };
@@ -167,14 +257,22 @@ void gdp_places(place::Registry& r) {
                             "train` output DIR (or DIR/ckpt-N.bin), or 'none': train a fresh "
                             "policy on the graph (GDP-one)"),
        place::integer_option("samples", 63, 0, int64_t{1} << 30,
-                             "zero-shot: the best of the greedy placement and N samples"),
+                             "zero-shot: the best of the greedy placement and N samples (1 + N "
+                             "candidates; with decode both, each decoding's greedy placement "
+                             "and its counts count among them)"),
        place::number_option("temperature", 1, 0.05, 100,
                             "zero-shot: the samples are drawn from softmax(logits / T); the "
                             "greedy placement is unchanged"),
        place::boolean_option("every_count", true,
-                             "zero-shot, with a devices-used policy: the greedy positions at "
-                             "every device count the memory bound allows are candidates too, "
-                             "in place of as many of the N samples"),
+                             "zero-shot: the greedy placement read at every device count the "
+                             "memory bound allows is a candidate too (with a devices-used policy "
+                             "its count row set; without one its labels coarsened, floor(a L / "
+                             "D)), in place of as many of the N samples"),
+       place::string_option("decode", "both", {"own", "op", "stage", "both"},
+                            "zero-shot: what one decision places when the network's node "
+                            "logits are read: the policy's own decisions, op, stage, or both "
+                            "(the policy's own and the other: each one's greedy placement and "
+                            "counts, and half the samples)"),
        place::boolean_option("fine_tune", false, "train from the checkpoint within the budget"),
        place::object_option("config", "training configuration (rl/gdp/config.h TrainConfig)")},
       true,

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 #include <tuple>
 
 #include "core/error.h"
@@ -173,7 +174,12 @@ std::vector<float> device_features(const Cluster& c, int32_t max_devices, bool a
 
 template <typename T>
 BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c,
-                                            const CostModel& cost) const {
+                                            const CostModel& cost,
+                                            const std::string& decision) const {
+  const std::string& unit = decision.empty() ? config_.decision : decision;
+  if (unit != "op" && unit != "stage")
+    throw std::invalid_argument("policy prepare: decision must be \"op\" or \"stage\", got \"" +
+                                unit + "\"");
   const int32_t D = c.num_devices();
   if (D > config_.max_devices)
     throw InputError("policy: cluster '" + c.name + "' has " + std::to_string(D) +
@@ -181,7 +187,7 @@ BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c,
                      std::to_string(config_.max_devices));
   BasicPolicyInput<T> in;
   in.features = featurize(g, c, vocab_, cost);
-  in.units = config_.decision == "stage"
+  in.units = unit == "stage"
                  ? place::stage_units(g, in.features.stage_rank, in.features.num_stage_ranks)
                  : place::Units::colocation(g);
   in.num_devices = D;

@@ -136,9 +136,13 @@ class BasicPolicy {
   BasicPolicy& operator=(const BasicPolicy&) = delete;
 
   // Throws InputError when the cluster has more devices than max_devices. The cost model
-  // prices the ops' time features (the caller's, so that --profile reaches them).
+  // prices the ops' time features (the caller's, so that --profile reaches them). `decision`
+  // ("op" or "stage"; empty: the config's) chooses what one decision places: the node logits
+  // are the same, only their pooling into unit rows differs, so a policy trained with one can
+  // be decoded with the other (zero-shot's option "decode").
   BasicPolicyInput<T> prepare(const Graph& g, const Cluster& c,
-                              const CostModel& cost = CostModel()) const;
+                              const CostModel& cost = CostModel(),
+                              const std::string& decision = "") const;
   // Decision logits (R, A), masked beyond the cluster's devices: the U units' rows, then the
   // devices-used row (PolicyConfig::devices_used).
   nn::BasicVar<T> forward(const BasicPolicyInput<T>& in) const;

@@ -62,14 +62,24 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
   nn::AdamConfig ac;
   ac.lr = config_.lr;
   adam_ = std::make_unique<nn::Adam>(policy_->params(), ac);
-  for (auto& spec : graphs) {
+  // TrainConfig::decisions: each graph once per decision, the first under its own name.
+  std::vector<std::pair<TrainGraph, std::string>> expanded;
+  for (const TrainGraph& spec : graphs) {
+    if (config_.decisions.empty()) expanded.emplace_back(spec, "");
+    for (size_t d = 0; d < config_.decisions.size(); ++d) {
+      TrainGraph x = spec;
+      if (d > 0) x.name += "@" + config_.decisions[d];
+      expanded.emplace_back(std::move(x), config_.decisions[d]);
+    }
+  }
+  for (auto& [spec, decision] : expanded) {
     GraphState st;
     st.spec = spec;
     const uint64_t gi = graphs_.size();
     st.rng = Rng(seed ^ 0x9e3779b97f4a7c15ull ^ ((gi + 1) * 0xbf58476d1ce4e5b9ull));
     st.run = attach_run(spec, cost_, "gdp", seed, st.own);
     const place::Problem& problem = st.run->problem();
-    st.input = policy_->prepare(problem.graph(), problem.cluster(), problem.cost());
+    st.input = policy_->prepare(problem.graph(), problem.cluster(), problem.cost(), decision);
     st.input.to_device(device);
     const Reference ref = reference_placement(problem, seed, spec.name);
     const Placement& p = ref.placement;

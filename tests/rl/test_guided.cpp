@@ -8,6 +8,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "core/io.h"
 #include "datasets/suite.h"
@@ -33,13 +34,14 @@ namespace fs = std::filesystem;
 namespace {
 
 // A GDP run on a small RNNLM (a few iterations of the tiny policy): a checkpoint to guide from.
-fs::path tiny_run(const std::string& name, int32_t width = 8) {
+fs::path tiny_run(const std::string& name, int32_t width = 8, bool devices_used = false) {
   const fs::path dir = fresh_dir(name);
   fs::create_directories(dir);
   const fs::path graph = dir / "g.json";
   write_graph_file(test::small_rnnlm(), graph.string());
   rl::TrainConfig c = test::tiny_config();
   c.policy.width = width;
+  c.policy.devices_used = devices_used;
   rl::train(rl::learners(), test::one_graph_spec(graph, 17, c, 3), (dir / "run").string());
   return dir / "run";
 }
@@ -159,14 +161,15 @@ TEST_CASE("rl/the shipped pre-trained checkpoint loads with the current policy c
   CHECK_THAT(rl::pretrained_summary(), Contains("pretrain"));
 }
 
-// Zero-shot with a devices-used policy: the greedy positions are read at every device count
-// (every_count, on by default) in place of as many samples, and the result is the best of them:
-// on 4 devices with 3 samples, 4 greedy candidates and no sample; each candidate decoded here
-// by hand. With every_count off, the same budget is the greedy and 3 samples; with one sample,
-// the nearest count; under memory pressure, only the counts the mask leaves open.
-TEST_CASE("rl/zero-shot reads the greedy positions at every device count", "[rl][pretrained]") {
-  const std::unique_ptr<rl::Policy> policy =
-      rl::load_policy(rl::resolve_checkpoint("pretrained", "gdp"));
+// Zero-shot with a devices-used policy (a tiny run with the row): the greedy positions are read
+// at every device count (every_count, on by default) in place of as many samples, nearest the
+// greedy count first, a count that decodes to a placement already listed skipped: on 4 devices
+// with 3 samples, the greedy and its distinct counts (each decoded here by hand), then samples.
+// With every_count off, the same budget is the greedy and 3 samples; with one sample, the
+// nearest distinct count; under memory pressure, only the counts the mask leaves open.
+TEST_CASE("rl/zero-shot reads the greedy positions at every device count", "[rl]") {
+  const std::string ckpt = tiny_run("zero_shot_counts", 8, true).string();
+  const std::unique_ptr<rl::Policy> policy = rl::load_policy(ckpt);
   REQUIRE(policy->config().devices_used);
   const Graph g = test::small_rnnlm();
   const Cluster c = read_cluster("v100x4-nvlink");
@@ -180,38 +183,138 @@ TEST_CASE("rl/zero-shot reads the greedy positions at every device count", "[rl]
     greedy = rl::greedy_actions(policy->forward(in).value());
   }
   Simulator sim(g, c, cost);
-  auto greedy_at = [&](int32_t L) {
+  auto zs = [&](const place::Problem& p, nlohmann::json o) {
+    o["checkpoint"] = ckpt;
+    o["decode"] = "own";
+    return place::place(place::prepare(rl_registry(), "gdp", o), p, place::Budget{}, 1);
+  };
+  auto placement_at = [&](int32_t L) {  // L = 0: the greedy count
     std::vector<int32_t> a = greedy;
     if (L > 0) a.back() = L - 1;
-    return sim.run(rl::placement_of(in, a, 0)).step_time_s;
+    return rl::placement_of(in, a, 0);
   };
-  const place::PlaceResult every =
-      place::place(place::prepare(rl_registry(), "gdp", {{"samples", 3}}), pb, place::Budget{}, 1);
+  auto greedy_at = [&](int32_t L) { return sim.run(placement_at(L)).step_time_s; };
+  // The counts in the method's order (nearest the greedy one first, the lower on a tie), a
+  // placement already listed skipped.
+  const int32_t used = greedy.back() + 1;
+  std::vector<int32_t> order;
+  for (int32_t d = 1; d < 4; ++d)
+    for (int32_t L : {used - d, used + d})
+      if (L >= 1 && L <= 4) order.push_back(L);
+  std::set<std::vector<int32_t>> seen{placement_at(0).device};
+  std::vector<int32_t> distinct;
+  for (int32_t L : order)
+    if (seen.insert(placement_at(L).device).second) distinct.push_back(L);
+  REQUIRE(!distinct.empty());
+  const int32_t n = static_cast<int32_t>(distinct.size());
+  const place::PlaceResult every = zs(pb, {{"samples", 3}});
   CHECK(every.report.samples == 4);
-  CHECK_THAT(every.report.note, Contains("greedy at 4 device counts from"));
-  CHECK(every.report.best_step_s ==
+  CHECK_THAT(every.report.note,
+             Contains("greedy at " + std::to_string(n + 1) + " device counts" +
+                      (n < 3 ? " and " + std::to_string(3 - n) + " samples" : "") + " from"));
+  CHECK(every.report.best_step_s <=
         std::min({greedy_at(1), greedy_at(2), greedy_at(3), greedy_at(4)}));
-  const place::PlaceResult plain =
-      place::place(place::prepare(rl_registry(), "gdp", {{"samples", 3}, {"every_count", false}}),
-                   pb, place::Budget{}, 1);
+  if (n == 3)
+    CHECK(every.report.best_step_s ==
+          std::min({greedy_at(1), greedy_at(2), greedy_at(3), greedy_at(4)}));
+  const place::PlaceResult plain = zs(pb, {{"samples", 3}, {"every_count", false}});
   CHECK(plain.report.samples == 4);
   CHECK_THAT(plain.report.note, Contains("zero-shot: greedy and 3 samples from"));
-  // One sample's budget: the count nearest the greedy one (the lower on a tie) takes it.
-  const place::PlaceResult one =
-      place::place(place::prepare(rl_registry(), "gdp", {{"samples", 1}}), pb, place::Budget{}, 1);
+  // One sample's budget: the nearest count that decodes to another placement takes it.
+  const place::PlaceResult one = zs(pb, {{"samples", 1}});
   CHECK(one.report.samples == 2);
   CHECK_THAT(one.report.note, Contains("greedy at 2 device counts from"));
-  const int32_t used = greedy.back() + 1;
-  CHECK(one.report.best_step_s == std::min(greedy_at(0), greedy_at(used > 1 ? used - 1 : 2)));
+  CHECK(one.report.best_step_s == std::min(greedy_at(0), greedy_at(distinct[0])));
   // Counts the memory mask closes are not candidates: with each device holding 0.3 of what the
   // graph needs, only L = 4 is open, and the budget goes to samples.
   Cluster small = c;
   for (DeviceSpec& d : small.devices) d.memory_bytes = memory_lower_bound_bytes(g) * 3 / 10;
   const place::Problem pbs(g, small, cost);
   const place::PlaceResult masked =
-      place::place(place::prepare(rl_registry(), "gdp", {{"samples", 3}}), pbs, place::Budget{}, 1);
+      zs(pbs, {{"samples", 3}});
   CHECK_THAT(masked.report.note, Contains("zero-shot: greedy and 3 samples from"));
   CHECK_THAT(masked.report.note, Contains("greedy on 4 of 4 devices"));
+}
+
+// Zero-shot reads the node logits two ways (decode "both"): pooled per op, as the tiny run was
+// trained, and per stage. A policy without a devices-used row has its greedy labels read at
+// every other device count too, coarsened as the row would coarsen them (floor(a L / D)),
+// nearest the full count first, the decodings taking turns, a placement already listed skipped.
+// On 4 devices with 6 samples (7 candidates) every distinct candidate fits (2 greedy placements
+// and at most 3 + 2 counts: stage at L = 1 is op at L = 1), the rest of the budget samples: the
+// result is at least as good as every candidate decoded here by hand, and the note's counts are
+// the distinct ones. Under memory pressure only L = 4 is open and the samples are split between
+// the two decodings.
+TEST_CASE("rl/zero-shot decodes op and stage decisions, and a rowless policy at every count",
+          "[rl]") {
+  const std::string ckpt = tiny_run("zero_shot_both").string();
+  const std::unique_ptr<rl::Policy> policy = rl::load_policy(ckpt);
+  REQUIRE_FALSE(policy->config().devices_used);
+  REQUIRE(policy->config().decision == "op");
+  const Graph g = test::small_rnnlm();
+  const Cluster c = read_cluster("v100x4-nvlink");
+  const CostModel cost;
+  const place::Problem pb(g, c, cost);
+  Simulator sim(g, c, cost);
+  CHECK(policy->prepare(g, c, cost, "stage").num_units() <
+        policy->prepare(g, c, cost, "op").num_units());
+  CHECK_THROWS(policy->prepare(g, c, cost, "layer"));
+  // Each decoding's greedy placement read at L devices, by hand.
+  std::map<std::string, std::vector<std::vector<int32_t>>> at;  // decision -> L - 1 -> op devices
+  for (const char* d : {"op", "stage"}) {
+    const rl::PolicyInput in = policy->prepare(g, c, cost, d);
+    std::vector<int32_t> greedy;
+    {
+      nn::NoGradGuard no_grad;
+      greedy = rl::greedy_actions(policy->forward(in).value());
+    }
+    REQUIRE(greedy.size() == static_cast<size_t>(in.num_units()));
+    for (int32_t L = 1; L <= 4; ++L) {
+      std::vector<int32_t> a = greedy;
+      for (int32_t& x : a) x = x * L / 4;
+      at[d].push_back(in.units.expand(a).device);
+    }
+  }
+  double best = std::numeric_limits<double>::infinity();
+  for (const auto& [d, ps] : at)
+    for (const auto& p : ps) {
+      const SimResult r = sim.run(Placement{p});
+      if (r.valid) best = std::min(best, r.step_time_s);
+    }
+  // The distinct counts, in the order the method lists them.
+  std::set<std::vector<int32_t>> seen{at["op"][3], at["stage"][3]};
+  std::map<std::string, int32_t> counts;
+  for (int32_t L = 3; L >= 1; --L)
+    for (const char* d : {"op", "stage"}) counts[d] += seen.insert(at[d][L - 1]).second;
+  auto zs = [&](const place::Problem& p, nlohmann::json o) {
+    o["checkpoint"] = ckpt;
+    return place::place(place::prepare(rl_registry(), "gdp", o), p, place::Budget{}, 1);
+  };
+  auto greedy_at = [](int32_t n) {
+    return n ? "greedy at " + std::to_string(n + 1) + " device counts" : std::string("greedy");
+  };
+  const place::PlaceResult both = zs(pb, {{"samples", 6}, {"decode", "both"}});
+  CHECK(both.report.samples == 7);  // 1 + samples candidates, as with one decoding
+  CHECK_THAT(both.report.note, Contains("op decisions (") && Contains("stage decisions (") &&
+                                   Contains("): " + greedy_at(counts["op"])) &&
+                                   Contains("): " + greedy_at(counts["stage"])));
+  CHECK(both.report.best_step_s <= best);
+  CHECK(zs(pb, {{"samples", 6}}).report.note == both.report.note);  // "both" is the default
+  // The policy's own decisions alone: its greedy and its distinct counts, then samples.
+  std::set<std::vector<int32_t>> own_seen{at["op"][3]};
+  int32_t own_counts = 0;
+  for (int32_t L = 3; L >= 1; --L) own_counts += own_seen.insert(at["op"][L - 1]).second;
+  const place::PlaceResult own = zs(pb, {{"samples", 5}, {"decode", "own"}});
+  CHECK(own.report.samples == 6);
+  CHECK_THAT(own.report.note, Contains("zero-shot: " + greedy_at(own_counts) + " and " +
+                                       std::to_string(5 - own_counts) + " samples from"));
+  Cluster small = c;
+  for (DeviceSpec& d : small.devices) d.memory_bytes = memory_lower_bound_bytes(g) * 3 / 10;
+  const place::Problem pbs(g, small, cost);
+  const place::PlaceResult masked = zs(pbs, {{"samples", 6}, {"decode", "both"}});
+  CHECK_THAT(masked.report.note,
+             Contains("): greedy and 3 samples;") && Contains("): greedy and 2 samples;"));
+  CHECK_THROWS_WITH(zs(pb, {{"decode", "layer"}}), Contains("decode"));
 }
 
 // The regression issue 27 started from (a shipped policy that placed held-out graphs worse

@@ -23,15 +23,17 @@ TEST_CASE("rl/transfer regime: the preset, keys that override it, a strict round
   const rl::TrainConfig t = rl::TrainConfig::preset("transfer");
   CHECK(t.regime == "transfer");
   CHECK(t.policy.features == 2);
-  CHECK(t.policy.decision == "stage");
-  CHECK(t.policy.devices_used);
+  CHECK(t.policy.decision == "op");
+  CHECK_FALSE(t.policy.devices_used);
   CHECK(t.samples_per_iteration == 16);
   CHECK(t.imitation_steps == 0);
   CHECK(t.warm_start.empty());
   CHECK(t.elite.size == 0);
   CHECK(t.explore.local_fraction == 0);
-  CHECK(t.type_dropout == Approx(0.1));
-  CHECK(t.family_weights);
+  CHECK(t.ppo.baseline == rl::Baseline::mean);
+  CHECK(t.type_dropout == 0);
+  CHECK_FALSE(t.family_weights);
+  CHECK(t.decisions.empty());
   const rl::TrainConfig s = rl::TrainConfig::preset("search");
   CHECK(s.regime == "search");
   CHECK(s.policy.features == 1);
@@ -46,7 +48,7 @@ TEST_CASE("rl/transfer regime: the preset, keys that override it, a strict round
   const rl::TrainConfig c = rl::TrainConfig::from_json(j, "c.json");
   CHECK(c.samples_per_iteration == 8);
   CHECK(c.policy.width == 32);
-  CHECK(c.policy.decision == "stage");
+  CHECK(c.policy.features == 2);
   CHECK(c.imitation_steps == 0);
   // Without "regime" the caller's default applies (`gdp train --suite`: transfer).
   CHECK(rl::TrainConfig::from_json(nlohmann::json::object(), "c.json", "transfer").regime ==
@@ -101,6 +103,67 @@ TEST_CASE("rl/stage decisions: one decision per stage rank, a rank's ops on one 
   rl::Policy v3(old, rl::OpVocabulary::from_graphs({&g}), 3);
   CHECK(v3.prepare(g, c).x.dim(1) == 2 * rl::kNodeFeatures);
   CHECK(v3.prepare(g, c).stats.dim(1) == rl::kGraphFeatures);
+}
+
+// TrainConfig::decisions: one network, each graph trained twice per iteration, its node logits
+// pooled per op and per stage; the second copy's rows carry "@stage", its samples keep a stage
+// rank's ops on one device, the run is deterministic, and the stage copy changes what the
+// shared network learns.
+TEST_CASE("rl/decisions: each graph trained per op and per stage, one network", "[rl]") {
+  const Graph g = test::small_rnnlm();
+  const Cluster c = read_cluster("v100x2-nvlink");
+  auto trainer = [&](std::vector<std::string> decisions) {
+    rl::TrainConfig cfg = test::tiny_config();
+    cfg.policy.features = 2;
+    cfg.decisions = std::move(decisions);
+    return std::make_unique<rl::Trainer>(cfg, std::vector<rl::TrainGraph>{{"rnn", &g, &c}},
+                                         CostModel(), 4);
+  };
+  auto trace = [&](rl::Trainer& t) {
+    std::vector<double> out;
+    for (int i = 0; i < 3; ++i)
+      for (const auto& r : t.step()) out.insert(out.end(), {r.entropy, r.loss, r.mean_step_s});
+    return out;
+  };
+  const auto both = trainer({"op", "stage"});
+  REQUIRE(both->num_graphs() == 2);
+  CHECK(both->graph(0).name == "rnn");
+  CHECK(both->graph(1).name == "rnn@stage");
+  const std::vector<rl::IterationStats> rows = both->step();
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[1].graph == "rnn@stage");
+  CHECK(both->run(0).samples() == both->run(1).samples());
+  CHECK(rows[1].entropy != rows[0].entropy);
+  // The stage copy's best placement keeps every stage rank on one device.
+  const rl::Policy& p = both->policy();
+  const rl::PolicyInput in = p.prepare(g, c, CostModel(), "stage");
+  REQUIRE(both->run(1).has_best());
+  const Placement& best = both->run(1).best();
+  std::map<int32_t, int32_t> device_of_rank;
+  for (int32_t v = 0; v < g.num_ops(); ++v) {
+    auto [it, fresh] = device_of_rank.emplace(in.features.stage_rank[v], best.device[v]);
+    if (!fresh) REQUIRE(it->second == best.device[v]);
+  }
+  // Deterministic, and the stage copy changes the network's training.
+  const auto a = trace(*trainer({"op", "stage"})), b = trace(*trainer({"op", "stage"}));
+  CHECK(a == b);
+  const auto op_only = trace(*trainer({"op"})), plain = trace(*trainer({}));
+  CHECK(op_only == plain);  // one entry, the policy's own decision: the plain run
+  std::vector<double> a_op;  // the op rows of the joint run
+  for (size_t i = 0; i < a.size(); i += 6) a_op.insert(a_op.end(), a.begin() + i, a.begin() + i + 3);
+  CHECK(a_op.size() == op_only.size());
+  CHECK(a_op != op_only);
+  // Strict.
+  auto err = [](const char* text) {
+    return test::error_of(
+        [&] { rl::TrainConfig::from_json(nlohmann::json::parse(text), "c.json"); });
+  };
+  CHECK_THAT(err(R"({"decisions": ["layer"]})"), Contains("c.json") && Contains("decisions[0]"));
+  CHECK_THAT(err(R"({"decisions": ["op", "op"]})"), Contains("twice"));
+  const auto j = nlohmann::json::parse(R"({"decisions": ["op", "stage"]})");
+  const rl::TrainConfig rt = rl::TrainConfig::from_json(j, "c.json");
+  CHECK(rt.decisions == std::vector<std::string>{"op", "stage"});
+  CHECK(rl::TrainConfig::from_json(rt.to_json(), "c.json").to_json() == rt.to_json());
 }
 
 TEST_CASE("rl/type dropout and family weights: deterministic, and they change the run", "[rl]") {
