@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Tables of docs/results.md, "Transfer", from zero-shot evaluations and pre-training runs.
 
-  transfer_table.py zeroshot SUITE LABEL=EVAL[,EVAL...] [LABEL=...]
+  transfer_table.py zeroshot [--methods M1,M2,...] SUITE LABEL=EVAL[,EVAL...] [LABEL=...]
       Zero-shot step times (ms) on one suite. Each EVAL is a directory holding SUITE.json, the
-      `gdp compare --records` output of `human,zsg=gdp,zs=gdp` (scripts/transfer_eval.sh
-      writes them);
+      `gdp compare --records` output of human and the zero-shot columns
+      (scripts/transfer_eval.sh writes them: zsg, zsgb, own, zs);
       several EVALs under one label are seeds: the cells are mean +- sd over them. A column per
-      label with the best of greedy + 63 samples (zs), then the greedy placement alone (zsg);
-      the last row is the geomean speed-up over human (mean +- sd of the seeds' geomeans).
+      label and method (default zs, the best of 64 candidates, then zsg, the greedy placement
+      alone); the last row is the geomean speed-up over human (mean +- sd of the seeds'
+      geomeans).
   transfer_table.py learning RUN [RUN ...]
       Whether each pre-training run learned: per run, the first and the last iteration's
       entropy, reward spread, gradient norm, approximate KL and signal t (means over the
@@ -52,7 +53,7 @@ def read_eval(path):
     return out, graphs
 
 
-def zeroshot(suite, specs):
+def zeroshot(suite, specs, methods=("zs", "zsg")):
     columns = []  # (label, [eval dicts])
     graphs = []
     for spec in specs:
@@ -74,20 +75,19 @@ def zeroshot(suite, specs):
             for g in graphs:
                 if e.get((g, "human")) is not None:
                     human[g] = e[(g, "human")]
-    heads = ["%s zs" % l for l, _ in columns] + ["%s zsg" % l for l, _ in columns]
+    heads = ["%s %s" % (l, m) for m in methods for l, _ in columns]
     print("| graph | human | " + " | ".join(heads) + " |")
     print("|---|---|" + "---|" * len(heads))
-    speed = {(l, m): [] for l, _ in columns for m in ("zs", "zsg")}
     for g in graphs:
         cells = []
-        for m in ("zs", "zsg"):
+        for m in methods:
             for l, evals in columns:
                 xs = [e[(g, m)] for e in evals if e.get((g, m)) is not None]
                 oom = len(evals) - len(xs)
                 cells.append(fmt(xs) + (" (%d oom)" % oom if oom and xs else ""))
         print("| %s | %.2f | %s |" % (g, human.get(g, float("nan")), " | ".join(cells)))
     gm = []
-    for m in ("zs", "zsg"):
+    for m in methods:
         for l, evals in columns:
             per_seed = []
             for e in evals:
@@ -131,7 +131,13 @@ def learning(runs):
 
 def main(argv):
     if len(argv) >= 3 and argv[0] == "zeroshot":
-        zeroshot(argv[1], argv[2:])
+        methods = ("zs", "zsg")
+        if argv[1] == "--methods":
+            methods = tuple(argv[2].split(","))
+            argv = argv[:1] + argv[3:]
+        if len(argv) < 3:
+            sys.exit(__doc__)
+        zeroshot(argv[1], argv[2:], methods)
     elif len(argv) >= 2 and argv[0] == "learning":
         learning(argv[1:])
     else:

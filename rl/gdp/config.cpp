@@ -163,8 +163,7 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
   StrictJson sj(source);
   sj.check_keys(j, "", {},
                 names_of(train_keys(), {"regime", "policy", "ppo", "reward", "warm_start", "elite",
-                                        "explore", "expert", "fine_tune_decision",
-                                        "decisions"}));
+                                        "explore", "expert", "fine_tune_decision", "decisions"}));
   TrainConfig c = preset(j.contains("regime") ? sj.string(j, "regime", "") : default_regime,
                          source + ": regime");
   if (j.contains("policy")) {

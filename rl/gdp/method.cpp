@@ -90,8 +90,7 @@ class GdpPlacer : public place::Placer {
   // the row set to L; without it, the labels coarsened by the row's own rule, floor(a L / D):
   // L = 1 is one device. (Merging the labels in the order of their units' mean topological
   // position instead measured no better: docs/results.md, "Op decisions, plain PPO".)
-  static std::vector<int32_t> devices_at(const PolicyInput& in, std::vector<int32_t> a,
-                                         int32_t L) {
+  static std::vector<int32_t> devices_at(const PolicyInput& in, std::vector<int32_t> a, int32_t L) {
     if (in.devices_used) {
       a.back() = L - 1;
       return unit_devices(in, a, 0);
@@ -120,9 +119,9 @@ class GdpPlacer : public place::Placer {
       dec.push_back(std::move(x));
     }
     // A budget too small for every decoding's greedy placement keeps the first ones.
-    dec.erase(dec.begin() + std::clamp<int64_t>(run.samples_left(), 1,
-                                                 static_cast<int64_t>(dec.size())),
-              dec.end());
+    dec.erase(
+        dec.begin() + std::clamp<int64_t>(run.samples_left(), 1, static_cast<int64_t>(dec.size())),
+        dec.end());
     const size_t G = dec.size();
     // Candidates, each with where it came from (for the note): every decoding's greedy
     // placement first; then, with every_count, the greedy labels read at every other device
@@ -140,15 +139,15 @@ class GdpPlacer : public place::Placer {
     // 1 + samples candidates in all, as with one decoding: the other decodings' greedy
     // placements take samples' places (and are kept when samples is 0).
     const int64_t extra = static_cast<int64_t>(G) - 1;
-    int32_t n = static_cast<int32_t>(std::max<int64_t>(
-        0, std::min<int64_t>(samples_, run.samples_left() - 1) - extra));
+    int32_t n = static_cast<int32_t>(
+        std::max<int64_t>(0, std::min<int64_t>(samples_, run.samples_left() - 1) - extra));
     std::vector<int32_t> counts(G, 0), drawn(G, 0);
     if (every_count_) {
-      const int32_t least = fewest_devices_holding(pb.cluster(), memory_lower_bound_bytes(pb.graph()));
+      const int32_t least =
+          fewest_devices_holding(pb.cluster(), memory_lower_bound_bytes(pb.graph()));
       std::vector<std::vector<int32_t>> order(G);
       size_t longest = 0;
       for (size_t i = 0; i < G; ++i) {
-        if (!dec[i].in.devices_used && D < 2) continue;
         for (int32_t L = 1; L <= D; ++L)
           if (L != dec[i].greedy_used && (L == D || (least > 0 && L >= least)))
             order[i].push_back(L);
@@ -174,7 +173,8 @@ class GdpPlacer : public place::Placer {
     }
     Rng rng(run.seed());
     for (size_t i = 0; i < G; ++i) {
-      drawn[i] = n / static_cast<int32_t>(G) + (static_cast<int32_t>(i) < n % static_cast<int32_t>(G));
+      drawn[i] =
+          n / static_cast<int32_t>(G) + (static_cast<int32_t>(i) < n % static_cast<int32_t>(G));
       const std::vector<int32_t> acts = sample_actions(dec[i].logits, drawn[i], rng, temperature_);
       for (int32_t k = 0; k < drawn[i]; ++k) {
         ps.push_back(placement_of(dec[i].in, acts, k));
@@ -230,8 +230,7 @@ class GdpPlacer : public place::Placer {
                 std::to_string(dec[i].in.num_units()) + "): " + part(i);
     }
     note += "; " + std::to_string(raw_valid) + "/" + std::to_string(ps.size()) +
-            " valid as decoded" +
-            (raw_valid ? "; best: " + from[best] : std::string()) + repaired;
+            " valid as decoded" + (raw_valid ? "; best: " + from[best] : std::string()) + repaired;
     run.set_note(note);
     return run.has_best() ? run.best() : ps[0];
   }

@@ -173,8 +173,7 @@ std::vector<float> device_features(const Cluster& c, int32_t max_devices, bool a
 }
 
 template <typename T>
-BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c,
-                                            const CostModel& cost,
+BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c, const CostModel& cost,
                                             const std::string& decision) const {
   const std::string& unit = decision.empty() ? config_.decision : decision;
   if (unit != "op" && unit != "stage")

@@ -140,8 +140,7 @@ class BasicPolicy {
   // ("op" or "stage"; empty: the config's) chooses what one decision places: the node logits
   // are the same, only their pooling into unit rows differs, so a policy trained with one can
   // be decoded with the other (zero-shot's option "decode").
-  BasicPolicyInput<T> prepare(const Graph& g, const Cluster& c,
-                              const CostModel& cost = CostModel(),
+  BasicPolicyInput<T> prepare(const Graph& g, const Cluster& c, const CostModel& cost = CostModel(),
                               const std::string& decision = "") const;
   // Decision logits (R, A), masked beyond the cluster's devices: the U units' rows, then the
   // devices-used row (PolicyConfig::devices_used).

@@ -230,8 +230,7 @@ TEST_CASE("rl/zero-shot reads the greedy positions at every device count", "[rl]
   Cluster small = c;
   for (DeviceSpec& d : small.devices) d.memory_bytes = memory_lower_bound_bytes(g) * 3 / 10;
   const place::Problem pbs(g, small, cost);
-  const place::PlaceResult masked =
-      zs(pbs, {{"samples", 3}});
+  const place::PlaceResult masked = zs(pbs, {{"samples", 3}});
   CHECK_THAT(masked.report.note, Contains("zero-shot: greedy and 3 samples from"));
   CHECK_THAT(masked.report.note, Contains("greedy on 4 of 4 devices"));
 }

@@ -148,9 +148,10 @@ TEST_CASE("rl/decisions: each graph trained per op and per stage, one network", 
   const auto a = trace(*trainer({"op", "stage"})), b = trace(*trainer({"op", "stage"}));
   CHECK(a == b);
   const auto op_only = trace(*trainer({"op"})), plain = trace(*trainer({}));
-  CHECK(op_only == plain);  // one entry, the policy's own decision: the plain run
+  CHECK(op_only == plain);   // one entry, the policy's own decision: the plain run
   std::vector<double> a_op;  // the op rows of the joint run
-  for (size_t i = 0; i < a.size(); i += 6) a_op.insert(a_op.end(), a.begin() + i, a.begin() + i + 3);
+  for (size_t i = 0; i < a.size(); i += 6)
+    a_op.insert(a_op.end(), a.begin() + i, a.begin() + i + 3);
   CHECK(a_op.size() == op_only.size());
   CHECK(a_op != op_only);
   // Strict.
