@@ -34,6 +34,7 @@ class StageCutPlacer : public Placer {
     const StageCoordinates sc = stage_coordinates(g, time);
     const std::vector<double>& key = coordinate_ == "memory" ? sc.by_memory
                                      : coordinate_ == "rank" ? sc.by_rank
+                                     : coordinate_ == "fold" ? sc.by_fold
                                                              : sc.by_time;
     const int32_t lo = stages_ > 0 ? stages_ : 1, hi = stages_ > 0 ? stages_ : D;
     int32_t raw_valid = 0, repaired = 0, tried = 0;
@@ -75,8 +76,9 @@ MethodInfo stage_cut_method() {
       "stage-cut",
       "control: contiguous stages of the structural stage coordinate (place/stages.h), the best "
       "stage count, memory repaired",
-      {string_option("coordinate", "time", {"time", "memory", "rank"},
-                     "the coordinate cut: cumulative op time, cumulative memory, or rank"),
+      {string_option("coordinate", "time", {"time", "memory", "rank", "fold"},
+                     "the coordinate cut: cumulative op time, cumulative memory, rank, or the "
+                     "fold (cumulative time among concurrent ranks)"),
        integer_option("stages", 0, 0, 65535, "stages (one per device); 0 tries 1..devices"),
        boolean_option("repair", true, "move units off over-full devices (place/repair.h)")},
       true,

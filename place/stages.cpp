@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <limits>
 #include <numeric>
 #include <string>
 
@@ -80,6 +81,81 @@ std::vector<double> rank_midpoints(const std::vector<double>& weight) {
     before += weight[r];
   }
   return mid;
+}
+
+struct Concurrency {
+  std::vector<double> fold, share;  // (R)
+};
+
+// The fold coordinate and the time share of each rank among the ranks concurrent with it
+// (stages.h). rank_time (R): each rank's time, all phases. A rank without a forward op that
+// computes is alone: fold 0.5, share 1.
+Concurrency concurrency(const Graph& g, const Units& units, const std::vector<int32_t>& rank,
+                        size_t R, const std::vector<double>& op_time_s,
+                        const std::vector<double>& rank_time) {
+  const int32_t N = g.num_ops();
+  std::vector<int32_t> level(N, 0);
+  for (int32_t v : g.topo_order()) {
+    if (g.op(v).phase != Phase::forward) continue;
+    for (int64_t k = g.in_ptr()[v]; k < g.in_ptr()[v + 1]; ++k) {
+      const int32_t s = g.edges()[g.in_edge_ids()[k]].src;
+      if (g.op(s).phase == Phase::forward) level[v] = std::max(level[v], level[s] + 1);
+    }
+  }
+  // Time-weighted quartiles of each rank's forward levels (an op of time 0 weighs as one of
+  // the smallest positive time, so that a graph of free ops still has spans).
+  double tiny = std::numeric_limits<double>::infinity();
+  for (double t : op_time_s)
+    if (t > 0) tiny = std::min(tiny, t);
+  if (!std::isfinite(tiny)) tiny = 1;
+  // The spans count the ops that compute on inputs from outside their colocation unit: not
+  // a variable, its read or a constant, which sit at the lowest levels whatever layer reads
+  // them.
+  std::vector<std::vector<std::pair<int32_t, double>>> levels(R);
+  for (int32_t v = 0; v < N; ++v) {
+    if (g.op(v).phase != Phase::forward) continue;
+    bool computes = false;
+    for (int64_t k = g.in_ptr()[v]; k < g.in_ptr()[v + 1] && !computes; ++k)
+      computes = units.unit_of[g.edges()[g.in_edge_ids()[k]].src] != units.unit_of[v];
+    if (computes) levels[rank[v]].push_back({level[v], std::max(op_time_s[v], tiny)});
+  }
+  std::vector<double> q25(R, -1), q50(R, -1), q75(R, -1);
+  for (size_t r = 0; r < R; ++r) {
+    auto& x = levels[r];
+    if (x.empty()) continue;
+    std::sort(x.begin(), x.end());
+    double total = 0;
+    for (const auto& [l, w] : x) total += w;
+    double c = 0;
+    for (const auto& [l, w] : x) {
+      c += w;
+      if (q25[r] < 0 && c >= 0.25 * total) q25[r] = l;
+      if (q50[r] < 0 && c >= 0.5 * total) q50[r] = l;
+      if (q75[r] < 0 && c >= 0.75 * total) q75[r] = l;
+    }
+  }
+  // Ranks by q25: those that can hold a centre m are a prefix (q25 <= m).
+  std::vector<int32_t> by_start;
+  for (size_t r = 0; r < R; ++r)
+    if (q50[r] >= 0) by_start.push_back(static_cast<int32_t>(r));
+  std::stable_sort(by_start.begin(), by_start.end(),
+                   [&](int32_t a, int32_t b) { return q25[a] < q25[b]; });
+  Concurrency c{std::vector<double>(R, 0.5), std::vector<double>(R, 1.0)};
+  for (size_t r = 0; r < R; ++r) {
+    if (q50[r] < 0) continue;
+    double before = 0, all = 0;
+    for (int32_t s : by_start) {
+      if (q25[s] > q50[r]) break;
+      if (q75[s] < q50[r]) continue;
+      all += rank_time[s];
+      if (static_cast<size_t>(s) < r) before += rank_time[s];
+    }
+    if (all > 0) {
+      c.fold[r] = (before + 0.5 * rank_time[r]) / all;
+      c.share[r] = rank_time[r] / all;
+    }
+  }
+  return c;
 }
 
 }  // namespace
@@ -211,13 +287,18 @@ StageCoordinates stage_coordinates(const Graph& g, const std::vector<double>& op
   }
   const std::vector<double> mid_time = rank_midpoints(time);
   const std::vector<double> mid_memory = rank_midpoints(memory);
+  const Concurrency con = concurrency(g, units, rank, R, op_time_s, time);
   sc.by_time.resize(N);
   sc.by_memory.resize(N);
   sc.by_rank.resize(N);
+  sc.by_fold.resize(N);
+  sc.share.resize(N);
   for (int32_t v = 0; v < N; ++v) {
     sc.by_time[v] = mid_time[rank[v]];
     sc.by_memory[v] = mid_memory[rank[v]];
     sc.by_rank[v] = (rank[v] + 0.5) / static_cast<double>(R);
+    sc.by_fold[v] = con.fold[rank[v]];
+    sc.share[v] = con.share[rank[v]];
   }
   return sc;
 }

@@ -39,6 +39,16 @@ struct StageCoordinates {
   std::vector<double> by_time;    // (N) midpoint of the op's rank in cumulative op time, [0, 1]
   std::vector<double> by_memory;  // (N) the same in cumulative resident + output bytes
   std::vector<double> by_rank;    // (N) (rank + 0.5) / R
+  // Concurrency, from forward levels (longest path from a source over forward edges): a
+  // rank's span is the time-weighted quartiles [q25, q75] of its forward ops' levels, its
+  // centre their median; the ranks concurrent with rank r are those whose span holds r's
+  // centre (r among them). by_fold: the midpoint of r in the cumulative time of its
+  // concurrent ranks, in rank order, [0, 1] (an unrolled RNN's layer k reads k / layers in
+  // the encoder and in the decoder alike: a cut of it runs each phase's wavefront over every
+  // device; a chain of layers, each alone at its level, reads 0.5). share: r's time over its
+  // concurrent ranks' time, (0, 1] (1: nothing runs beside it).
+  std::vector<double> by_fold;    // (N)
+  std::vector<double> share;      // (N)
 };
 
 // Linear in ops and edges; deterministic. op_time_s (N): each op's time (the caller's cost

@@ -386,6 +386,8 @@ NodeFeatures featurize(const Graph& g, const Cluster& c, const OpVocabulary& voc
     row[feat::stage_time] = static_cast<float>(sc.by_time[v]);
     row[feat::stage_memory] = static_cast<float>(sc.by_memory[v]);
     row[feat::stage_rank] = static_cast<float>(sc.by_rank[v]);
+    row[feat::stage_fold] = static_cast<float>(sc.by_fold[v]);
+    row[feat::stage_share] = static_cast<float>(sc.share[v]);
   }
   const Links links = links_of(c);
   double comm_s = 0;

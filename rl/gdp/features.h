@@ -48,7 +48,7 @@ class OpVocabulary {
   std::unordered_map<std::string, int32_t> index_;  // type -> 1..V-1
 };
 
-constexpr int32_t kNodeFeatures = 41;   // K: width of NodeFeatures::x
+constexpr int32_t kNodeFeatures = 43;   // K: width of NodeFeatures::x
 constexpr int32_t kGraphFeatures = 22;  // G: width of NodeFeatures::graph_stats
 // The first feature set (policies trained before the stage coordinates, PolicyConfig
 // features 1) reads only the leading columns: the columns added since are appended.
@@ -57,6 +57,10 @@ constexpr int32_t kGraphFeaturesV1 = 19;
 // The columns a policy with "features": 2 reads (the stage coordinates, before the links).
 constexpr int32_t kNodeFeaturesV2 = 39;
 constexpr int32_t kGraphFeaturesV2 = 20;
+// "features": 3 reads the first 41 node columns (the links, before the concurrency) and all
+// graph columns; "features": 4 reads the first 39 (features 2's) and the concurrency columns,
+// and features 2's graph columns (policy.h, PolicyConfig::features).
+constexpr int32_t kNodeFeaturesV3 = 41;
 
 // Column indices of NodeFeatures::x (docs/policy.md has the transforms).
 namespace feat {
@@ -104,6 +108,9 @@ enum NodeColumn : int32_t {
   // The links, features 3 on: what sending the op's outputs to another device costs.
   out_comm_time,  // latency + out-edge bytes / bandwidth, averaged over device pairs
   comm_ratio,     // out_comm_time / the op's cost_time
+  // Concurrency of the op's stage rank (place/stages.h), features 4:
+  stage_fold,   // midpoint of the rank in the cumulative time of the ranks concurrent with it
+  stage_share,  // the rank's time over its concurrent ranks' time, (0, 1]
   kNodeCount
 };
 enum GraphColumn : int32_t {

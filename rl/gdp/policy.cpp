@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <stdexcept>
 #include <tuple>
 
@@ -55,7 +56,7 @@ PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string&
   c.superposition = bool_key(sj, j, "superposition", c.superposition);
   c.film_hidden = int_key(sj, j, "film_hidden", c.film_hidden, 1, 65536);
   c.anchor = bool_key(sj, j, "anchor", c.anchor);
-  c.features = int_key(sj, j, "features", c.features, 1, 3);
+  c.features = int_key(sj, j, "features", c.features, 1, 4);
   if (j.contains("decision")) {
     c.decision = sj.string(j, "decision", "");
     if (c.decision != "op" && c.decision != "stage")
@@ -96,6 +97,20 @@ nlohmann::ordered_json PolicyConfig::to_json() const {
   j["head_hidden"] = head_hidden;
   j["devices_used"] = devices_used;
   return j;
+}
+
+template <typename T>
+std::vector<int32_t> BasicPolicy<T>::node_columns() const {
+  const int32_t first = config_.features == 1   ? kNodeFeaturesV1
+                        : config_.features == 3 ? kNodeFeaturesV3
+                                                : kNodeFeaturesV2;
+  std::vector<int32_t> cols(static_cast<size_t>(first));
+  std::iota(cols.begin(), cols.end(), 0);
+  if (config_.features == 4) {
+    cols.push_back(feat::stage_fold);
+    cols.push_back(feat::stage_share);
+  }
+  return cols;
 }
 
 template <typename T>
@@ -226,17 +241,19 @@ BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c, co
   // graph are nearly equal and the policy can only learn one device preference for all).
   {
     const nn::Tensor& xf = in.features.x;
-    const int64_t W = xf.dim(1), F = node_width();  // the policy reads the first F columns
+    const std::vector<int32_t> cols = node_columns();  // the columns the policy reads
+    const int64_t W = xf.dim(1), F = static_cast<int64_t>(cols.size());
     std::vector<T> xs(static_cast<size_t>(N) * 2 * F);
     for (int64_t f = 0; f < F; ++f) {
+      const int64_t k = cols[static_cast<size_t>(f)];
       double mean = 0, sq = 0;
-      for (int64_t i = 0; i < N; ++i) mean += xf[i * W + f];
+      for (int64_t i = 0; i < N; ++i) mean += xf[i * W + k];
       mean /= N;
-      for (int64_t i = 0; i < N; ++i) sq += (xf[i * W + f] - mean) * (xf[i * W + f] - mean);
+      for (int64_t i = 0; i < N; ++i) sq += (xf[i * W + k] - mean) * (xf[i * W + k] - mean);
       const double inv = 1.0 / std::sqrt(sq / N + 1e-6);
       for (int64_t i = 0; i < N; ++i) {
-        xs[i * 2 * F + f] = static_cast<T>(xf[i * W + f]);
-        xs[i * 2 * F + F + f] = static_cast<T>((xf[i * W + f] - mean) * inv);
+        xs[i * 2 * F + f] = static_cast<T>(xf[i * W + k]);
+        xs[i * 2 * F + F + f] = static_cast<T>((xf[i * W + k] - mean) * inv);
       }
     }
     in.x = nn::BasicTensor<T>::from_vector({N, 2 * F}, xs);

@@ -71,8 +71,11 @@ struct PolicyConfig {
   bool anchor = true;         // pin the first unit to device 0 on interchangeable devices
   int32_t film_hidden = 64;
   // Input feature set: 1, the first 36 node and 19 graph columns (policies trained before
-  // the stage coordinates); 2, the first 39 and 20 (the stage coordinates too); 3, all of
-  // rl/gdp/features.h (the links' cost too: without it a policy cannot tell NVLink from PCIe).
+  // the stage coordinates); 2, the first 39 and 20 (the stage coordinates too); 3, the
+  // first 41 node columns and every graph column (the links' cost too: without it a
+  // policy cannot tell NVLink from PCIe); 4, features 2's and the concurrency of each op's
+  // stage rank (stage_fold, stage_share: what a cut needs to run an RNN's wavefront on every
+  // device, place/stages.h).
   int32_t features = 1;
   // What one decision places: "op", a colocation unit (a group or a lone op); "stage", every
   // op of one structural stage rank (place/stages.h: a parameter group and the ops that hang
@@ -149,15 +152,13 @@ class BasicPolicy {
   const PolicyConfig& config() const { return config_; }
   const OpVocabulary& vocabulary() const { return vocab_; }
   // Feature columns the network reads (PolicyConfig::features).
-  int32_t node_width() const {
-    return config_.features == 1   ? kNodeFeaturesV1
-           : config_.features == 2 ? kNodeFeaturesV2
-                                   : kNodeFeatures;
-  }
+  int32_t node_width() const { return static_cast<int32_t>(node_columns().size()); }
+  // The columns of NodeFeatures::x it reads, in order.
+  std::vector<int32_t> node_columns() const;
   int32_t graph_width() const {
-    return config_.features == 1   ? kGraphFeaturesV1
-           : config_.features == 2 ? kGraphFeaturesV2
-                                   : kGraphFeatures;
+    return config_.features == 1                             ? kGraphFeaturesV1
+           : config_.features == 2 || config_.features == 4 ? kGraphFeaturesV2
+                                                             : kGraphFeatures;
   }
   nn::BasicParameterBuffer<T>& params() { return params_; }
   const nn::BasicParameterBuffer<T>& params() const { return params_; }

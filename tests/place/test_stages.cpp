@@ -151,6 +151,113 @@ TEST_CASE("place/stages: GNMT's layers in order from structure alone", "[place][
   }
 }
 
+TEST_CASE("place/stages: a chain of layers has no concurrency", "[place][stages]") {
+  const Graph g = two_layers();
+  const StageCoordinates sc = stage_coordinates(g, unit_times(g));
+  // mm1, act1 (levels 2, 3) and mm2, loss (4, 5): neither span holds the other's centre (the
+  // variables and their reads, at levels 0 and 1, are not counted).
+  for (int32_t v = 0; v < g.num_ops(); ++v) {
+    INFO(g.op(v).name);
+    CHECK(sc.by_fold[v] == Approx(0.5));
+    CHECK(sc.share[v] == Approx(1.0));
+  }
+}
+
+TEST_CASE("place/stages: two branches at the same levels fold onto one coordinate",
+          "[place][stages]") {
+  // x -> mmA(wA) -> addAB <- mmB(wB) <- x; addAB -> mmC(wC) -> loss. Forward only: branches A
+  // and B are concurrent (equal spans), C runs alone after them.
+  Graph g;
+  g.name = "branches";
+  auto add = [&](Op op) {
+    op.id = g.num_ops();
+    return g.add_op(std::move(op));
+  };
+  const int32_t x = add(make_op("x", Phase::forward));
+  int32_t mm[3];
+  const char* names[3] = {"A", "B", "C"};
+  int32_t read[3];
+  for (int i = 0; i < 3; ++i) {
+    const std::string n = names[i];
+    const int32_t w = add(make_op("w" + n, Phase::forward, 64, "w" + n));
+    read[i] = add(make_op("w" + n + "/read", Phase::forward, 0, "w" + n));
+    g.add_edge(w, 0, read[i], 16);
+  }
+  for (int i = 0; i < 2; ++i) mm[i] = add(make_op(std::string("mm") + names[i], Phase::forward));
+  const int32_t sum = add(make_op("addAB", Phase::forward));
+  mm[2] = add(make_op("mmC", Phase::forward));
+  const int32_t loss = add(make_op("loss", Phase::forward));
+  auto edge = [&](int32_t a, int32_t b) { g.add_edge(a, 0, b, 16); };
+  edge(x, mm[0]), edge(x, mm[1]), edge(read[0], mm[0]), edge(read[1], mm[1]);
+  edge(mm[0], sum), edge(mm[1], sum), edge(sum, mm[2]), edge(read[2], mm[2]), edge(mm[2], loss);
+  g.finalize();
+  const StageCoordinates sc = stage_coordinates(g, unit_times(g));
+  REQUIRE(sc.num_ranks == 3);
+  const int32_t a = sc.rank[mm[0]], b = sc.rank[mm[1]], c = sc.rank[mm[2]];
+  REQUIRE(a == 0);
+  REQUIRE(b == 1);
+  REQUIRE(c == 2);
+  // x and addAB join a rank by the search's rules (the nearest reader, the lower rank on a
+  // tie): the expected midpoints come from the ranks' sizes.
+  std::vector<double> t(3, 0);
+  for (int32_t v = 0; v < g.num_ops(); ++v) t[sc.rank[v]] += 1e-3;
+  CHECK(sc.by_fold[mm[0]] == Approx(0.5 * t[a] / (t[a] + t[b])));
+  CHECK(sc.by_fold[mm[1]] == Approx((t[a] + 0.5 * t[b]) / (t[a] + t[b])));
+  CHECK(sc.share[mm[0]] == Approx(t[a] / (t[a] + t[b])));
+  CHECK(sc.by_fold[mm[2]] == Approx(0.5));
+  CHECK(sc.share[mm[2]] == Approx(1.0));
+  // A cut of the fold into two puts the branches on different devices.
+  const std::vector<int32_t> cut = stage_cut(g, sc.by_fold, 2);
+  CHECK(cut[mm[0]] != cut[mm[1]]);
+}
+
+TEST_CASE("place/stages: the fold runs GNMT's wavefront over the coordinate",
+          "[place][stages]") {
+  datasets::GenOptions o;
+  o.layers = 4;
+  o.seq_len = 6;
+  o.hidden = 32;
+  o.vocab = 64;
+  o.batch = 4;
+  const Graph g = datasets::generate("gnmt", o);
+  const StageCoordinates sc = stage_coordinates(g, unit_times(g));
+  // The modal fold and share of each layer's forward ops (from the scopes, which the
+  // coordinates never read): layers 1-3 of the encoder, and those of the decoder, run at
+  // once over the time steps, so each is a minority of its concurrent time and their folds
+  // rise with depth in each part; by_time orders the decoder after the encoder instead.
+  for (const char* part : {"encoder", "decoder"}) {
+    double last_fold = -1, first_fold = -1;
+    for (int l = 1; l < 4; ++l) {
+      const std::regex layer(std::string(".*") + part + "/layer_" + std::to_string(l) + "(/.*)?");
+      std::map<double, int> fold, share;
+      for (int32_t v = 0; v < g.num_ops(); ++v)
+        if (g.op(v).phase == Phase::forward && std::regex_match(g.op(v).scope, layer)) {
+          ++fold[sc.by_fold[v]];
+          ++share[sc.share[v]];
+        }
+      REQUIRE(!fold.empty());
+      auto modal = [](const std::map<double, int>& m) {
+        return std::max_element(m.begin(), m.end(),
+                                [](auto& p, auto& q) { return p.second < q.second; })
+            ->first;
+      };
+      INFO(part << " layer " << l);
+      CHECK(modal(share) < 0.5);
+      CHECK(modal(fold) > last_fold);
+      last_fold = modal(fold);
+      if (first_fold < 0) first_fold = last_fold;
+    }
+    INFO(part);
+    CHECK(last_fold - first_fold >= 0.2);
+  }
+  for (int32_t v = 0; v < g.num_ops(); ++v) {
+    REQUIRE(sc.by_fold[v] >= 0);
+    REQUIRE(sc.by_fold[v] <= 1);
+    REQUIRE(sc.share[v] > 0);
+    REQUIRE(sc.share[v] <= 1);
+  }
+}
+
 TEST_CASE("place/stages: forward levels without parameters", "[place][stages]") {
   const Graph g = test::small_colocated_graph();  // a -> b -> c, a -> c, a -> d; no weights
   const StageCoordinates sc = stage_coordinates(g, unit_times(g));

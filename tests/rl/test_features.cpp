@@ -165,6 +165,8 @@ TEST_CASE("rl/features every column of a hand-built op matches its formula", "[r
   want[feat::stage_time] = sc.by_time[0];
   want[feat::stage_memory] = sc.by_memory[0];
   want[feat::stage_rank] = sc.by_rank[0];
+  want[feat::stage_fold] = sc.by_fold[0];
+  want[feat::stage_share] = sc.share[0];
   // The links: one route each way between the two V100s.
   const RouteCost route = c.route_cost(0, 1);
   REQUIRE(route.bottleneck_Bps > 0);

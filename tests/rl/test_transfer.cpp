@@ -63,7 +63,7 @@ TEST_CASE("rl/transfer regime: the preset, keys that override it, a strict round
   };
   CHECK_THAT(err(R"({"regime": "fast"})"), Contains("c.json: regime") && Contains("transfer"));
   CHECK_THAT(err(R"({"policy": {"decision": "layer"}})"), Contains("decision"));
-  CHECK_THAT(err(R"({"policy": {"features": 4}})"), Contains("features"));
+  CHECK_THAT(err(R"({"policy": {"features": 5}})"), Contains("features"));
   CHECK_THAT(err(R"({"type_dropout": 1.5})"), Contains("type_dropout"));
 }
 
@@ -98,11 +98,24 @@ TEST_CASE("rl/stage decisions: one decision per stage rank, a rank's ops on one 
   old.decision = "op";
   rl::Policy v1(old, rl::OpVocabulary::from_graphs({&g}), 3);
   CHECK(v1.prepare(g, c).x.dim(1) == 2 * rl::kNodeFeaturesV1);
-  // The third reads every column (the links' cost too).
+  // The third reads the links' cost too, and every graph column.
   old.features = 3;
   rl::Policy v3(old, rl::OpVocabulary::from_graphs({&g}), 3);
-  CHECK(v3.prepare(g, c).x.dim(1) == 2 * rl::kNodeFeatures);
+  CHECK(v3.prepare(g, c).x.dim(1) == 2 * rl::kNodeFeaturesV3);
   CHECK(v3.prepare(g, c).stats.dim(1) == rl::kGraphFeatures);
+  // The fourth: the second's columns, then the concurrency columns, raw and standardized.
+  old.features = 4;
+  rl::Policy v4(old, rl::OpVocabulary::from_graphs({&g}), 3);
+  const rl::PolicyInput in4 = v4.prepare(g, c);
+  const int64_t F4 = rl::kNodeFeaturesV2 + 2;
+  REQUIRE(in4.x.dim(1) == 2 * F4);
+  CHECK(in4.stats.dim(1) == rl::kGraphFeaturesV2);
+  for (int32_t v = 0; v < g.num_ops(); v += 17) {
+    const float* row = in4.features.x.data() + static_cast<int64_t>(v) * rl::kNodeFeatures;
+    CHECK(in4.x.data()[v * 2 * F4 + rl::kNodeFeaturesV2] == row[rl::feat::stage_fold]);
+    CHECK(in4.x.data()[v * 2 * F4 + rl::kNodeFeaturesV2 + 1] == row[rl::feat::stage_share]);
+    CHECK(in4.x.data()[v * 2 * F4 + rl::feat::stage_rank] == row[rl::feat::stage_rank]);
+  }
 }
 
 // TrainConfig::decisions: one network, each graph trained twice per iteration, its node logits
