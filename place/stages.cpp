@@ -6,6 +6,7 @@
 #include <deque>
 #include <limits>
 #include <numeric>
+#include <queue>
 #include <string>
 
 #include "core/error.h"
@@ -134,26 +135,54 @@ Concurrency concurrency(const Graph& g, const Units& units, const std::vector<in
       if (q75[r] < 0 && c >= 0.75 * total) q75[r] = l;
     }
   }
-  // Ranks by q25: those that can hold a centre m are a prefix (q25 <= m).
-  std::vector<int32_t> by_start;
+  // A sweep over the centres in increasing order: a rank joins the active set when its q25
+  // is at most the centre and leaves when its q75 falls below it (for good: the centres only
+  // grow); a Fenwick tree over rank indices sums the active ranks' time before r.
+  std::vector<int32_t> by_start, by_centre;
   for (size_t r = 0; r < R; ++r)
     if (q50[r] >= 0) by_start.push_back(static_cast<int32_t>(r));
+  by_centre = by_start;
   std::stable_sort(by_start.begin(), by_start.end(),
                    [&](int32_t a, int32_t b) { return q25[a] < q25[b]; });
+  std::stable_sort(by_centre.begin(), by_centre.end(),
+                   [&](int32_t a, int32_t b) { return q50[a] < q50[b]; });
+  // Ranks weigh by their time in integer picoseconds, at least 1 (so that a share is never
+  // 0): the sums are exact, whatever order ranks join and leave in, and a lone rank reads
+  // exactly 0.5.
+  std::vector<int64_t> weight(R);
+  for (size_t r = 0; r < R; ++r)
+    weight[r] = std::max<int64_t>(1, std::llround(std::min(rank_time[r], 1e6) * 1e12));
+  std::vector<int64_t> tree(R + 1, 0);
+  auto tree_add = [&](size_t i, int64_t w) {
+    for (++i; i <= R; i += i & (~i + 1)) tree[i] += w;
+  };
+  auto tree_sum = [&](size_t n) {  // sum over indices [0, n)
+    int64_t t = 0;
+    for (; n > 0; n -= n & (~n + 1)) t += tree[n];
+    return t;
+  };
+  using Leave = std::pair<double, int32_t>;  // (q75, rank): the earliest to leave on top
+  std::priority_queue<Leave, std::vector<Leave>, std::greater<Leave>> active;
+  int64_t active_time = 0;
+  size_t next = 0;
   Concurrency c{std::vector<double>(R, 0.5), std::vector<double>(R, 1.0)};
-  for (size_t r = 0; r < R; ++r) {
-    if (q50[r] < 0) continue;
-    double before = 0, all = 0;
-    for (int32_t s : by_start) {
-      if (q25[s] > q50[r]) break;
-      if (q75[s] < q50[r]) continue;
-      all += rank_time[s];
-      if (static_cast<size_t>(s) < r) before += rank_time[s];
+  for (int32_t r : by_centre) {
+    const double m = q50[r];
+    for (; next < by_start.size() && q25[by_start[next]] <= m; ++next) {
+      const int32_t s = by_start[next];
+      active.push({q75[s], s});
+      tree_add(static_cast<size_t>(s), weight[s]);
+      active_time += weight[s];
     }
-    if (all > 0) {
-      c.fold[r] = (before + 0.5 * rank_time[r]) / all;
-      c.share[r] = rank_time[r] / all;
+    while (!active.empty() && active.top().first < m) {
+      const int32_t s = active.top().second;
+      active.pop();
+      tree_add(static_cast<size_t>(s), -weight[s]);
+      active_time -= weight[s];
     }
+    const int64_t before = tree_sum(static_cast<size_t>(r));
+    c.fold[r] = static_cast<double>(2 * before + weight[r]) / (2.0 * static_cast<double>(active_time));
+    c.share[r] = static_cast<double>(weight[r]) / static_cast<double>(active_time);
   }
   return c;
 }
