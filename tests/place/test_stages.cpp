@@ -319,6 +319,12 @@ TEST_CASE("place/stage-cut: the control tries every stage count and returns a va
       place::place(place::prepare(place::registry(), "stage-cut"), pb, Budget(), 1);
   CHECK(r.report.samples == 2);  // one evaluation per stage count; both cuts fit
   CHECK(Simulator(g, c, cost).run(r.placement).valid);
+  // The fold coordinate: the same protocol, its own cuts.
+  const PlaceResult f = place::place(
+      place::prepare(place::registry(), "stage-cut", {{"coordinate", "fold"}}), pb, Budget(), 1);
+  CHECK(f.report.samples == 2);
+  CHECK(Simulator(g, c, cost).run(f.placement).valid);
+  CHECK_THAT(f.report.note, Catch::Contains("fold coordinate"));
   CHECK_THROWS_AS(place::place(place::prepare(place::registry(), "stage-cut", {{"stages", 3}}), pb,
                                Budget(), 1),
                   InputError);
