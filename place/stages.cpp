@@ -181,7 +181,8 @@ Concurrency concurrency(const Graph& g, const Units& units, const std::vector<in
       active_time -= weight[s];
     }
     const int64_t before = tree_sum(static_cast<size_t>(r));
-    c.fold[r] = static_cast<double>(2 * before + weight[r]) / (2.0 * static_cast<double>(active_time));
+    c.fold[r] =
+        static_cast<double>(2 * before + weight[r]) / (2.0 * static_cast<double>(active_time));
     c.share[r] = static_cast<double>(weight[r]) / static_cast<double>(active_time);
   }
   return c;

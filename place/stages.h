@@ -47,8 +47,8 @@ struct StageCoordinates {
   // the encoder and in the decoder alike: a cut of it runs each phase's wavefront over every
   // device; a chain of layers, each alone at its level, reads 0.5). share: r's time over its
   // concurrent ranks' time, (0, 1] (1: nothing runs beside it).
-  std::vector<double> by_fold;    // (N)
-  std::vector<double> share;      // (N)
+  std::vector<double> by_fold;  // (N)
+  std::vector<double> share;    // (N)
 };
 
 // Linear in ops and edges; deterministic. op_time_s (N): each op's time (the caller's cost

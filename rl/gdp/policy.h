@@ -156,9 +156,9 @@ class BasicPolicy {
   // The columns of NodeFeatures::x it reads, in order.
   std::vector<int32_t> node_columns() const;
   int32_t graph_width() const {
-    return config_.features == 1                             ? kGraphFeaturesV1
+    return config_.features == 1                            ? kGraphFeaturesV1
            : config_.features == 2 || config_.features == 4 ? kGraphFeaturesV2
-                                                             : kGraphFeatures;
+                                                            : kGraphFeatures;
   }
   nn::BasicParameterBuffer<T>& params() { return params_; }
   const nn::BasicParameterBuffer<T>& params() const { return params_; }

@@ -211,8 +211,7 @@ TEST_CASE("place/stages: two branches at the same levels fold onto one coordinat
   CHECK(cut[mm[0]] != cut[mm[1]]);
 }
 
-TEST_CASE("place/stages: the fold runs GNMT's wavefront over the coordinate",
-          "[place][stages]") {
+TEST_CASE("place/stages: the fold runs GNMT's wavefront over the coordinate", "[place][stages]") {
   datasets::GenOptions o;
   o.layers = 4;
   o.seq_len = 6;
