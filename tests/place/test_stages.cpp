@@ -33,15 +33,18 @@ Op make_op(const std::string& name, Phase phase, int64_t param_bytes = 0,
   return op;
 }
 
+// Appends op to g with the next id; returns its index.
+int32_t append_op(Graph& g, Op op) {
+  op.id = g.num_ops();
+  return g.add_op(std::move(op));
+}
+
 // x -> mm1(w1) -> act1 -> mm2(w2) -> loss -> g_mm2 -> g_act1 -> g_mm1; weight gradients
 // dw1, dw2 feed the updates. Variables, reads and updates are colocated per weight.
 Graph two_layers() {
   Graph g;
   g.name = "two_layers";
-  auto add = [&](Op op) {
-    op.id = g.num_ops();
-    return g.add_op(std::move(op));
-  };
+  auto add = [&](Op op) { return append_op(g, std::move(op)); };
   const int32_t x = add(make_op("x", Phase::forward));
   const int32_t w2 = add(make_op("w2", Phase::forward, 64, "w2"));  // declared first on purpose
   const int32_t w1 = add(make_op("w1", Phase::forward, 64, "w1"));
@@ -80,6 +83,17 @@ int32_t modal_rank(const Graph& g, const StageCoordinates& sc, Pred pred) {
 
 std::vector<double> unit_times(const Graph& g) { return std::vector<double>(g.num_ops(), 1e-3); }
 
+// A 4-layer GNMT, 6 time steps, small widths.
+Graph small_gnmt() {
+  datasets::GenOptions o;
+  o.layers = 4;
+  o.seq_len = 6;
+  o.hidden = 32;
+  o.vocab = 64;
+  o.batch = 4;
+  return datasets::generate("gnmt", o);
+}
+
 }  // namespace
 
 TEST_CASE("place/stages: ranks of a hand-built two-layer graph", "[place][stages]") {
@@ -108,13 +122,7 @@ TEST_CASE("place/stages: ranks of a hand-built two-layer graph", "[place][stages
 }
 
 TEST_CASE("place/stages: GNMT's layers in order from structure alone", "[place][stages]") {
-  datasets::GenOptions o;
-  o.layers = 4;
-  o.seq_len = 6;
-  o.hidden = 32;
-  o.vocab = 64;
-  o.batch = 4;
-  const Graph g = datasets::generate("gnmt", o);
+  const Graph g = small_gnmt();
   const StageCoordinates sc = stage_coordinates(g, unit_times(g));
   REQUIRE(sc.from_parameters);
   // Checked against the scopes (the coordinates never read them): the ranks of each layer's
@@ -169,10 +177,7 @@ TEST_CASE("place/stages: two branches at the same levels fold onto one coordinat
   // and B are concurrent (equal spans), C runs alone after them.
   Graph g;
   g.name = "branches";
-  auto add = [&](Op op) {
-    op.id = g.num_ops();
-    return g.add_op(std::move(op));
-  };
+  auto add = [&](Op op) { return append_op(g, std::move(op)); };
   const int32_t x = add(make_op("x", Phase::forward));
   int32_t mm[3];
   const char* names[3] = {"A", "B", "C"};
@@ -212,13 +217,7 @@ TEST_CASE("place/stages: two branches at the same levels fold onto one coordinat
 }
 
 TEST_CASE("place/stages: the fold runs GNMT's wavefront over the coordinate", "[place][stages]") {
-  datasets::GenOptions o;
-  o.layers = 4;
-  o.seq_len = 6;
-  o.hidden = 32;
-  o.vocab = 64;
-  o.batch = 4;
-  const Graph g = datasets::generate("gnmt", o);
+  const Graph g = small_gnmt();
   const StageCoordinates sc = stage_coordinates(g, unit_times(g));
   // The modal fold and share of each layer's forward ops (from the scopes, which the
   // coordinates never read): layers 1-3 of the encoder, and those of the decoder, run at
