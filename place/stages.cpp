@@ -84,18 +84,9 @@ std::vector<double> rank_midpoints(const std::vector<double>& weight) {
   return mid;
 }
 
-struct Concurrency {
-  std::vector<double> fold, share;  // (R)
-};
-
-// The fold coordinate and the time share of each rank among the ranks concurrent with it
-// (stages.h). rank_time (R): each rank's time, all phases. A rank without a forward op that
-// computes is alone: fold 0.5, share 1.
-Concurrency concurrency(const Graph& g, const Units& units, const std::vector<int32_t>& rank,
-                        size_t R, const std::vector<double>& op_time_s,
-                        const std::vector<double>& rank_time) {
-  const int32_t N = g.num_ops();
-  std::vector<int32_t> level(N, 0);
+// Longest path from a source over forward edges, per op (0 for backward and update ops).
+std::vector<int32_t> forward_levels(const Graph& g) {
+  std::vector<int32_t> level(g.num_ops(), 0);
   for (int32_t v : g.topo_order()) {
     if (g.op(v).phase != Phase::forward) continue;
     for (int64_t k = g.in_ptr()[v]; k < g.in_ptr()[v + 1]; ++k) {
@@ -103,6 +94,21 @@ Concurrency concurrency(const Graph& g, const Units& units, const std::vector<in
       if (g.op(s).phase == Phase::forward) level[v] = std::max(level[v], level[s] + 1);
     }
   }
+  return level;
+}
+
+struct Concurrency {
+  std::vector<double> fold, share;  // (R)
+};
+
+// The fold coordinate and the time share of each rank among the ranks concurrent with it
+// (stages.h). level (N): forward_levels(g); rank_time (R): each rank's time, all phases. A rank
+// without a forward op that computes is alone: fold 0.5, share 1.
+Concurrency concurrency(const Graph& g, const Units& units, const std::vector<int32_t>& level,
+                        const std::vector<int32_t>& rank, size_t R,
+                        const std::vector<double>& op_time_s,
+                        const std::vector<double>& rank_time) {
+  const int32_t N = g.num_ops();
   // Time-weighted quartiles of each rank's forward levels (an op of time 0 weighs as one of
   // the smallest positive time, so that a graph of free ops still has spans).
   double tiny = std::numeric_limits<double>::infinity();
@@ -209,6 +215,7 @@ StageCoordinates stage_coordinates(const Graph& g, const std::vector<double>& op
   std::vector<int32_t> pos(N);
   for (int32_t k = 0; k < N; ++k) pos[g.topo_order()[k]] = k;
   auto forward = [&](int32_t v) { return g.op(v).phase == Phase::forward; };
+  const std::vector<int32_t> level = forward_levels(g);
 
   // Parameter groups and their first forward use.
   std::vector<char> is_param(U, 0);
@@ -267,16 +274,11 @@ StageCoordinates stage_coordinates(const Graph& g, const std::vector<double>& op
   } else {
     // No parameters: forward levels.
     int32_t max_level = 0;
-    for (int32_t v : g.topo_order()) {
-      if (!forward(v)) continue;
-      int32_t l = 0;
-      for (int64_t k = g.in_ptr()[v]; k < g.in_ptr()[v + 1]; ++k) {
-        const int32_t s = g.edges()[g.in_edge_ids()[k]].src;
-        if (forward(s)) l = std::max(l, rank[s] + 1);
+    for (int32_t v = 0; v < N; ++v)
+      if (forward(v)) {
+        rank[v] = level[v];
+        max_level = std::max(max_level, level[v]);
       }
-      rank[v] = l;
-      max_level = std::max(max_level, l);
-    }
     sc.num_ranks = max_level + 1;
   }
   spread_ranks(g, rank, forward);
@@ -317,7 +319,7 @@ StageCoordinates stage_coordinates(const Graph& g, const std::vector<double>& op
   }
   const std::vector<double> mid_time = rank_midpoints(time);
   const std::vector<double> mid_memory = rank_midpoints(memory);
-  const Concurrency con = concurrency(g, units, rank, R, op_time_s, time);
+  const Concurrency con = concurrency(g, units, level, rank, R, op_time_s, time);
   sc.by_time.resize(N);
   sc.by_memory.resize(N);
   sc.by_rank.resize(N);
