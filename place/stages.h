@@ -51,9 +51,10 @@ struct StageCoordinates {
   std::vector<double> share;    // (N)
 };
 
-// Linear in ops and edges; deterministic. op_time_s (N): each op's time (the caller's cost
-// model on one device); it weighs the ranks of by_time. Throws InputError when the graph is
-// not finalized or op_time_s has the wrong length or a negative or non-finite entry.
+// O(N log N + E) (the concurrency sorts each rank's levels); deterministic. op_time_s (N):
+// each op's time (the caller's cost model on one device); it weighs the ranks of by_time and
+// of by_fold. Throws InputError when the graph is not finalized or op_time_s has the wrong
+// length or a negative or non-finite entry.
 StageCoordinates stage_coordinates(const Graph& g, const std::vector<double>& op_time_s);
 
 // Decision units of one stage rank each: the ops of a rank take one device together (a
