@@ -4,32 +4,56 @@
 #   scripts/pretrain.sh                 train runs/pretrain (or resume it), then package it
 #   scripts/pretrain.sh --package RUN   package an existing `gdp train --suite` run only
 #
-# Training: GDP-batch over datasets/suites/pretrain.json (no holdout.json or pipedream.json
-# graph) in the transfer regime (the default of `gdp train --suite`; docs/ppo.md), seed 1,
-# with the sample budget below (the shipped run's; at the commit in its pretrained.json the
-# same seed, budget and iterations give the same checkpoint). GDP_PRETRAIN_ARGS adds flags;
-# GDP_PRETRAIN_COMMIT names the commit of the binary that trained a packaged run (default HEAD).
-# Packaging keeps config.json, the last checkpoint (parameters and Adam state), a state.json
-# that names it, summary.json when the run finished, and pretrained.json: the suite, the
-# command, the commit, samples, iterations and wall time. Takes about 25 minutes on 2 cores.
+# Training, in two phases over datasets/suites/pretrain.json (no holdout.json, smoke.json or
+# pipedream.json graph), seed 1, 2 threads (docs/ppo.md, "Regimes"):
+#   1. RUN-op: the transfer regime (the default of `gdp train --suite`: plain PPO, one decision
+#      per op, features 4), 100 iterations;
+#   2. RUN: 30 iterations more from RUN-op's policy (--init) with each graph trained under both
+#      decisions, per op and per stage (config "decisions": ["op", "stage"]).
+# At the commit in pretrained.json the same commands give the same checkpoint. GDP_PRETRAIN_ARGS
+# adds flags to both phases; GDP_PRETRAIN_COMMIT names the commit of the binary that trained a
+# packaged run (default HEAD). Packaging keeps config.json, the last checkpoint (parameters and
+# Adam state), a state.json that names it, summary.json when the run finished, and
+# pretrained.json: the suite, the commands, the commit, samples, iterations and wall time of
+# both phases. Takes about 36 minutes on 2 cores (22 + 14).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GDP=${GDP:-./build/gdp}
 SAMPLES=${GDP_PRETRAIN_SAMPLES:-65641}
-ITERATIONS=${GDP_PRETRAIN_ITERATIONS:-100}  # the shipped run: 100 iterations, 65,641 samples
+ITERATIONS=${GDP_PRETRAIN_ITERATIONS:-100}    # phase 1: 100 iterations, 65,641 samples
+JOINT_ITERATIONS=${GDP_PRETRAIN_JOINT_ITERATIONS:-30}  # phase 2 (0: phase 1 only)
 OUT=models/gdp-pretrained
+
+# Runs one phase: trains DIR with the command given, or resumes DIR where it has a checkpoint.
+phase() {
+  local dir=$1
+  shift
+  if [ -f "$dir/summary.json" ]; then
+    return 0
+  elif [ -f "$dir/state.json" ]; then
+    "$GDP" train --resume "$dir" --quiet
+  else
+    # shellcheck disable=SC2068
+    OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} $@ --quiet
+  fi
+}
 
 if [ "${1:-}" = "--package" ]; then
   RUN=${2:?usage: scripts/pretrain.sh --package RUN_DIR}
   COMMAND=${GDP_PRETRAIN_COMMAND:-"(see $RUN/config.json)"}
 else
   RUN=${1:-runs/pretrain}
-  COMMAND="$GDP train --suite datasets/suites/pretrain.json --out $RUN --samples $SAMPLES --seed 1 --iterations $ITERATIONS ${GDP_PRETRAIN_ARGS:-}"
-  if [ -f "$RUN/state.json" ]; then
-    "$GDP" train --resume "$RUN" --quiet
+  COMMAND="$GDP train --suite datasets/suites/pretrain.json --out $RUN-op --samples $SAMPLES --seed 1 --iterations $ITERATIONS ${GDP_PRETRAIN_ARGS:-}"
+  if [ "$JOINT_ITERATIONS" = 0 ]; then
+    COMMAND=${COMMAND/ --out $RUN-op / --out $RUN }
+    phase "$RUN" "$COMMAND"
   else
-    # shellcheck disable=SC2086
-    OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} $COMMAND --quiet
+    phase "$RUN-op" "$COMMAND"
+    JOINT_CONFIG=$RUN-op/joint.config.json
+    echo '{"regime": "transfer", "policy": {"features": 4}, "decisions": ["op", "stage"]}' > "$JOINT_CONFIG"
+    JOINT="$GDP train --suite datasets/suites/pretrain.json --out $RUN --samples 200000 --seed 1 --iterations $JOINT_ITERATIONS --config $JOINT_CONFIG --init $RUN-op ${GDP_PRETRAIN_ARGS:-}"
+    phase "$RUN" "$JOINT"
+    COMMAND="$COMMAND; then $JOINT, where $JOINT_CONFIG holds $(cat "$JOINT_CONFIG")"
   fi
 fi
 
@@ -51,7 +75,13 @@ json.dump({"format": "gdp-train-state", "version": 1, "iteration": state["iterat
           open(os.path.join(tmp, "state.json"), "w"), indent=1)
 if os.path.exists(os.path.join(run, "summary.json")):
     shutil.copy(os.path.join(run, "summary.json"), tmp)
-samples = sum(g["samples"] for g in state["graphs"])
+# The phases: this run, and the run it started from (--init), when that one is a suite run too.
+phases = [(run, state, cfg)]
+while phases[0][2].get("init") and os.path.exists(os.path.join(phases[0][2]["init"], "state.json")):
+    d = phases[0][2]["init"]
+    phases.insert(0, (d, json.load(open(os.path.join(d, "state.json"))),
+                      json.load(open(os.path.join(d, "config.json")))))
+samples = sum(g["samples"] for _, st, _ in phases for g in st["graphs"])
 commit = os.environ.get("GDP_PRETRAIN_COMMIT", "")  # the binary's commit, when not HEAD
 if not commit:
     try:
@@ -60,12 +90,14 @@ if not commit:
     except Exception:
         commit = "unknown"
 info = {"format": "gdp-pretrained", "version": 1, "suite": cfg["suite"], "seed": cfg["seed"],
-        "command": command, "reproduce": "gdp train --suite %s --out runs/pretrain --samples %d "
-        "--seed %d%s" % (cfg["suite"], samples, cfg["seed"],
-                         " --expert %d" % cfg["train"]["expert"]["anneal_samples"]
-                         if cfg["train"].get("expert", {}).get("anneal_samples", 0) else ""),
-        "commit": commit, "iterations": state["iteration"], "samples": samples,
-        "wall_s": round(state["wall_s"], 1), "packaged": time.strftime("%Y-%m-%d")}
+        "command": command, "reproduce": "scripts/pretrain.sh (at the commit below)",
+        "commit": commit, "iterations": sum(st["iteration"] for _, st, _ in phases),
+        "samples": samples, "wall_s": round(sum(st["wall_s"] for _, st, _ in phases), 1),
+        "phases": [{"run": d, "decisions": c["train"].get("decisions", []) or
+                    [c["train"]["policy"]["decision"]], "iterations": st["iteration"],
+                    "samples": sum(g["samples"] for g in st["graphs"]),
+                    "wall_s": round(st["wall_s"], 1)} for d, st, c in phases],
+        "packaged": time.strftime("%Y-%m-%d")}
 json.dump(info, open(os.path.join(tmp, "pretrained.json"), "w"), indent=1)
 readme = os.path.join(out, "README.md")
 if os.path.exists(readme):

@@ -141,12 +141,13 @@ TrainConfig TrainConfig::preset(const std::string& regime, const std::string& so
   if (regime != "transfer")
     throw InputError(source + ": expected \"search\" or \"transfer\", got \"" + regime + "\"");
   c.regime = regime;
-  // Op decisions with plain PPO over the stage-coordinate features: the configuration whose
-  // zero-shot placements measured best on every held-out suite (docs/results.md, "Op
-  // decisions, plain PPO"); stage decisions with a devices-used row (the preset before it), the
-  // joint op + stage training (`decisions`), type dropout, family weights and the std floor
-  // each measured worse there.
-  c.policy.features = 2;
+  // Op decisions with plain PPO over the stage-coordinate and concurrency features (features
+  // 4). scripts/pretrain.sh then continues the run for 30 iterations with the joint op + stage
+  // decisions (`decisions`, --init): the pair measured best on holdout.json over 3 seeds
+  // (docs/results.md, "Op first, then joint: the shipped policy"). Stage decisions with a
+  // devices-used row, joint training from the start, type dropout, family weights and the std
+  // floor each measured worse (docs/ppo.md, "Regimes").
+  c.policy.features = 4;
   c.samples_per_iteration = 16;
   c.imitation_steps = 0;
   c.warm_start.clear();

@@ -42,7 +42,7 @@ struct TrainConfig {
   // The named regime whose defaults the other keys start from (docs/ppo.md): "search", the
   // levers that win on one graph (GDP-one, fine-tuning: local proposals, elites, warm start;
   // the defaults below); "transfer", pre-training for zero-shot transfer (`gdp train
-  // --suite`): plain PPO, op decisions over the stage-coordinate features, K = 16 on-policy
+  // --suite`): plain PPO, op decisions over the stage and concurrency features, K = 16 on-policy
   // samples, a mean baseline, no warm start, no behaviour cloning, no elites, no local
   // proposals.
   std::string regime = "search";

@@ -321,29 +321,29 @@ TEST_CASE("rl/zero-shot decodes op and stage decisions, and a rowless policy at 
 // (greedy + 63 samples, seed 1, deterministic) of each graph of holdout.json and smoke.json,
 // none of them in pre-training, is held to a floor over the human placement: 1.0 where the
 // shipped policy is at least human, else its measured ratio less 0.02 (docs/results.md,
-// "Devices used" and "The memory mask and the greedy at every device count"). Retraining the
+// "Op first, then joint: the shipped policy"). Retraining the
 // shipped policy updates this table.
 TEST_CASE("rl/the shipped policy places held-out graphs zero-shot at least as well as before",
           "[rl][pretrained]") {
   const std::map<std::string, double> floor = {
-      // holdout.json (measured: docs/results.md, "Op decisions, plain PPO over stage features")
-      {"gnmt_8layer", 0.81},            // 0.827x (the previous policy's 0.834x)
-      {"bert_base", 1.00},              // 1.423x
-      {"resnet50_b64", 1.00},           // 1.432x
-      {"transformer_xl_8layer", 1.00},  // 1.205x
+      // holdout.json (measured: docs/results.md, "Op first, then joint: the shipped policy")
+      {"gnmt_8layer", 0.91},            // 0.930x (the previous policy's 0.827x)
+      {"bert_base", 1.00},              // 1.391x
+      {"resnet50_b64", 1.00},           // 1.422x
+      {"transformer_xl_8layer", 1.00},  // 1.206x
       // smoke.json
-      {"rnnlm_small", 1.00},                   // 1.01x
-      {"gnmt_small", 0.95},                    // 0.972x
-      {"transformer_xl_small", 1.00},          // 1.34x
-      {"bert_small", 1.00},                    // 1.45x
-      {"inception_v3_small", 1.00},            // 1.63x
-      {"resnet50_small", 1.00},                // 1.57x
-      {"amoebanet_small", 1.00},               // 1.67x
+      {"rnnlm_small", 1.00},                   // 1.02x
+      {"gnmt_small", 1.00},                    // 1.02x (the previous policy's 0.972x)
+      {"transformer_xl_small", 1.00},          // 1.20x
+      {"bert_small", 1.00},                    // 1.49x
+      {"inception_v3_small", 1.00},            // 1.66x
+      {"resnet50_small", 1.00},                // 1.53x
+      {"amoebanet_small", 1.00},               // 1.71x
       {"wavenet_small", 1.00},                 // 1.30x
       {"random_layered_small", 1.00},          // 1.31x
-      {"random_series_parallel_small", 1.00},  // 1.41x
-      {"random_block_chain_small", 1.00},      // 1.52x
-      {"random_nas_cell_small", 1.00},         // 1.13x
+      {"random_series_parallel_small", 1.00},  // 1.37x
+      {"random_block_chain_small", 1.00},      // 1.50x
+      {"random_nas_cell_small", 1.00},         // 1.09x
   };
   for (const char* suite : {"holdout", "smoke"}) {
     for (const datasets::SuiteEntry& e :

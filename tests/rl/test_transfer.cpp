@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 TEST_CASE("rl/transfer regime: the preset, keys that override it, a strict round trip", "[rl]") {
   const rl::TrainConfig t = rl::TrainConfig::preset("transfer");
   CHECK(t.regime == "transfer");
-  CHECK(t.policy.features == 2);
+  CHECK(t.policy.features == 4);
   CHECK(t.policy.decision == "op");
   CHECK_FALSE(t.policy.devices_used);
   CHECK(t.samples_per_iteration == 16);
@@ -48,7 +48,7 @@ TEST_CASE("rl/transfer regime: the preset, keys that override it, a strict round
   const rl::TrainConfig c = rl::TrainConfig::from_json(j, "c.json");
   CHECK(c.samples_per_iteration == 8);
   CHECK(c.policy.width == 32);
-  CHECK(c.policy.features == 2);
+  CHECK(c.policy.features == 4);
   CHECK(c.imitation_steps == 0);
   // Without "regime" the caller's default applies (`gdp train --suite`: transfer).
   CHECK(rl::TrainConfig::from_json(nlohmann::json::object(), "c.json", "transfer").regime ==
