@@ -24,17 +24,16 @@ ITERATIONS=${GDP_PRETRAIN_ITERATIONS:-100}    # phase 1: 100 iterations, 65,641 
 JOINT_ITERATIONS=${GDP_PRETRAIN_JOINT_ITERATIONS:-30}  # phase 2 (0: phase 1 only)
 OUT=models/gdp-pretrained
 
-# Runs one phase: trains DIR with the command given, or resumes DIR where it has a checkpoint.
+# Runs one phase: DIR finished is kept, DIR with a checkpoint resumed, else COMMAND trains it.
 phase() {
-  local dir=$1
-  shift
+  local dir=$1 command=$2
   if [ -f "$dir/summary.json" ]; then
     return 0
   elif [ -f "$dir/state.json" ]; then
     "$GDP" train --resume "$dir" --quiet
   else
-    # shellcheck disable=SC2068
-    OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} $@ --quiet
+    # shellcheck disable=SC2086
+    OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} $command --quiet
   fi
 }
 
@@ -43,15 +42,15 @@ if [ "${1:-}" = "--package" ]; then
   COMMAND=${GDP_PRETRAIN_COMMAND:-"(see $RUN/config.json)"}
 else
   RUN=${1:-runs/pretrain}
-  COMMAND="$GDP train --suite datasets/suites/pretrain.json --out $RUN-op --samples $SAMPLES --seed 1 --iterations $ITERATIONS ${GDP_PRETRAIN_ARGS:-}"
-  if [ "$JOINT_ITERATIONS" = 0 ]; then
-    COMMAND=${COMMAND/ --out $RUN-op / --out $RUN }
-    phase "$RUN" "$COMMAND"
-  else
-    phase "$RUN-op" "$COMMAND"
-    JOINT_CONFIG=$RUN-op/joint.config.json
+  OP_RUN=$RUN-op
+  [ "$JOINT_ITERATIONS" = 0 ] && OP_RUN=$RUN
+  COMMAND="$GDP train --suite datasets/suites/pretrain.json --out $OP_RUN --samples $SAMPLES --seed 1 --iterations $ITERATIONS ${GDP_PRETRAIN_ARGS:-}"
+  phase "$OP_RUN" "$COMMAND"
+  if [ "$JOINT_ITERATIONS" != 0 ]; then
+    JOINT_CONFIG=$OP_RUN/joint.config.json
     echo '{"regime": "transfer", "policy": {"features": 4}, "decisions": ["op", "stage"]}' > "$JOINT_CONFIG"
-    JOINT="$GDP train --suite datasets/suites/pretrain.json --out $RUN --samples 200000 --seed 1 --iterations $JOINT_ITERATIONS --config $JOINT_CONFIG --init $RUN-op ${GDP_PRETRAIN_ARGS:-}"
+    # --samples does not bind (30 iterations take about 39,000); 200,000 is the shipped run's.
+    JOINT="$GDP train --suite datasets/suites/pretrain.json --out $RUN --samples 200000 --seed 1 --iterations $JOINT_ITERATIONS --config $JOINT_CONFIG --init $OP_RUN ${GDP_PRETRAIN_ARGS:-}"
     phase "$RUN" "$JOINT"
     COMMAND="$COMMAND; then $JOINT, where $JOINT_CONFIG holds $(cat "$JOINT_CONFIG")"
   fi
@@ -106,7 +105,7 @@ if os.path.exists(out):
     shutil.rmtree(out)
 os.rename(tmp, out)
 size = sum(os.path.getsize(os.path.join(out, f)) for f in os.listdir(out))
-print("%s: iteration %d, %d samples, %.1f MB" % (out, state["iteration"], samples, size / 1e6))
+print("%s: %d iterations, %d samples, %.1f MB" % (out, info["iterations"], samples, size / 1e6))
 if size > 5e6:
     sys.exit("%s is over 5 MB" % out)
 PY
