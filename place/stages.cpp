@@ -98,8 +98,7 @@ std::vector<int32_t> forward_levels(const Graph& g) {
 }
 
 struct Concurrency {
-  std::vector<double> fold, share;     // (R)
-  std::vector<double> lo, centre, hi;  // (R) the spans: q25, q50, q75 (-1: none)
+  std::vector<double> fold, share;  // (R)
 };
 
 // The fold coordinate and the time share of each rank among the ranks concurrent with it
@@ -172,7 +171,7 @@ Concurrency concurrency(const Graph& g, const Units& units, const std::vector<in
   std::priority_queue<Leave, std::vector<Leave>, std::greater<Leave>> active;
   int64_t active_time = 0;
   size_t next = 0;
-  Concurrency c{std::vector<double>(R, 0.5), std::vector<double>(R, 1.0), q25, q50, q75};
+  Concurrency c{std::vector<double>(R, 0.5), std::vector<double>(R, 1.0)};
   for (int32_t r : by_centre) {
     const double m = q50[r];
     for (; next < by_start.size() && q25[by_start[next]] <= m; ++next) {
@@ -333,10 +332,6 @@ StageCoordinates stage_coordinates(const Graph& g, const std::vector<double>& op
     sc.by_fold[v] = con.fold[rank[v]];
     sc.share[v] = con.share[rank[v]];
   }
-  sc.rank_time_s = time;
-  sc.span_lo = con.lo;
-  sc.centre = con.centre;
-  sc.span_hi = con.hi;
   return sc;
 }
 

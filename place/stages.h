@@ -49,11 +49,6 @@ struct StageCoordinates {
   // concurrent ranks' time, (0, 1] (1: nothing runs beside it).
   std::vector<double> by_fold;  // (N)
   std::vector<double> share;    // (N)
-  // Per rank (R): its time (the sum of op_time_s over its ops, all phases) and its forward-level
-  // span [span_lo, span_hi] with its centre (the quartiles above; -1 for a rank without a
-  // forward op that computes). Rank s is concurrent with r when span_lo[s] <= centre[r] <=
-  // span_hi[s]. The zero-shot "spread" decoding reads them (rl/gdp/method.cpp).
-  std::vector<double> rank_time_s, span_lo, centre, span_hi;
 };
 
 // O(N log N + E) (the concurrency sorts each rank's levels); deterministic. op_time_s (N):

@@ -401,10 +401,6 @@ NodeFeatures featurize(const Graph& g, const Cluster& c, const OpVocabulary& voc
   }
   f.stage_rank = sc.rank;
   f.num_stage_ranks = sc.num_ranks;
-  f.rank_time_s = sc.rank_time_s;
-  f.rank_span_lo = sc.span_lo;
-  f.rank_centre = sc.centre;
-  f.rank_span_hi = sc.span_hi;
   f.adj = nn::make_adjacency(N, st.src, st.dst);
   f.graph_stats = graph_row(g, c, st, sum, cap, units.num_units(), sc.num_ranks, links, comm_s);
   return f;

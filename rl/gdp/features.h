@@ -151,9 +151,6 @@ struct NodeFeatures {
   nn::Tensor graph_stats;                    // (1, G) float
   std::vector<int32_t> stage_rank;           // (N) place/stages.h's rank of each op
   int32_t num_stage_ranks = 0;
-  // Per stage rank (R): time and forward-level span (place/stages.h StageCoordinates), for the
-  // zero-shot "spread" decoding; not network inputs.
-  std::vector<double> rank_time_s, rank_span_lo, rank_centre, rank_span_hi;
 };
 
 // Deterministic; linear in the graph. Measured time: the op's time for the cluster's device

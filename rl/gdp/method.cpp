@@ -15,7 +15,6 @@
 #include "nn/autograd.h"
 #include "place/registry.h"
 #include "place/repair.h"
-#include "place/units.h"
 #include "rl/gdp/load.h"
 #include "rl/gdp/pretrained.h"
 #include "rl/gdp/trainer.h"
@@ -35,7 +34,6 @@ class GdpPlacer : public place::Placer {
         temperature_(o.number("temperature")),
         every_count_(o.boolean("every_count")),
         decode_(o.string("decode")),
-        spread_slack_(o.number("spread_slack")),
         fine_tune_(o.boolean("fine_tune")),
         config_(TrainConfig::from_json(o.object("config"), "method 'gdp': options.config")) {
     if (fine_tune_ && checkpoint_.empty())
@@ -105,89 +103,7 @@ class GdpPlacer : public place::Placer {
     const std::string& own = policy.config().decision;
     if (decode_ == "own") return {own};
     if (decode_ == "both") return {own, own == "op" ? "stage" : "op"};
-    if (decode_ == "all") return {own, own == "op" ? "stage" : "op", "spread"};
     return {decode_};
-  }
-
-  // The "spread" reading of the stage logits (U, A): the stage units in order, each on the
-  // device of its highest logit (greedy, rng null) or drawn from softmax(logits / T) among the
-  // devices whose load of concurrent stage time leaves room for it. Concurrent: the ranks whose
-  // forward-level span holds the unit's centre (place/stages.h); a device has room when its
-  // concurrent load plus the unit's time is at most (1 + slack) / D of the concurrent time, else
-  // the least loaded devices are the choice. A unit with nothing beside it (a chain of layers)
-  // reads as the plain stage decoding; concurrent layers (an unrolled RNN's wavefront) go to
-  // different devices, in the order of the network's preferences among those with room. The
-  // structure limits the choice; the network makes it (docs/placement.md, "Zero-shot readings").
-  static std::vector<int32_t> spread_actions(const Graph& g, const PolicyInput& in,
-                                             const nn::Tensor& logits, Rng* rng, double temperature,
-                                             double slack) {
-    const int32_t U = in.num_units();
-    const int64_t A = logits.shape()[1];
-    const NodeFeatures& f = in.features;
-    const place::Units col = place::Units::colocation(g);
-    std::vector<double> w(U), lo(U), c(U), hi(U);
-    for (int32_t u = 0; u < U; ++u) {
-      const int32_t r = f.stage_rank[col.first_op[col.unit_of[in.units.first_op[u]]]];
-      w[u] = f.rank_time_s[r];
-      lo[u] = f.rank_span_lo[r];
-      c[u] = f.rank_centre[r];
-      hi[u] = f.rank_span_hi[r];
-    }
-    std::vector<int32_t> by_lo;
-    for (int32_t u = 0; u < U; ++u)
-      if (c[u] >= 0) by_lo.push_back(u);
-    std::stable_sort(by_lo.begin(), by_lo.end(),
-                     [&](int32_t a, int32_t b) { return lo[a] < lo[b]; });
-    std::vector<int32_t> act(static_cast<size_t>(U), -1);
-    std::vector<double> load(static_cast<size_t>(A));
-    std::vector<double> p(static_cast<size_t>(A));
-    const float* L = logits.data();
-    for (int32_t u = 0; u < U; ++u) {
-      const float* row = L + static_cast<int64_t>(u) * A;
-      std::fill(load.begin(), load.end(), 0.0);
-      double total = w[u];
-      int32_t open = 0;
-      for (int64_t k = 0; k < A; ++k) open += row[k] > -1e8f;
-      if (c[u] >= 0)
-        for (int32_t v : by_lo) {
-          if (lo[v] > c[u]) break;
-          if (v == u || hi[v] < c[u]) continue;
-          total += w[v];
-          if (act[v] >= 0) load[act[v]] += w[v];
-        }
-      const double cap = (1 + slack) * total / std::max(open, 1);
-      double least = std::numeric_limits<double>::infinity();
-      for (int64_t k = 0; k < A; ++k)
-        if (row[k] > -1e8f) least = std::min(least, load[k]);
-      bool any_room = false;
-      for (int64_t k = 0; k < A; ++k) any_room |= row[k] > -1e8f && load[k] + w[u] <= cap;
-      auto allowed = [&](int64_t k) {
-        return row[k] > -1e8f && (any_room ? load[k] + w[u] <= cap : load[k] <= least);
-      };
-      if (rng == nullptr) {
-        int64_t best = -1;
-        for (int64_t k = 0; k < A; ++k)
-          if (allowed(k) && (best < 0 || row[k] > row[best])) best = k;
-        act[u] = static_cast<int32_t>(best);
-        continue;
-      }
-      double mx = -std::numeric_limits<double>::infinity(), sum = 0;
-      for (int64_t k = 0; k < A; ++k)
-        if (allowed(k)) mx = std::max(mx, static_cast<double>(row[k]) / temperature);
-      for (int64_t k = 0; k < A; ++k) {
-        p[k] = allowed(k) ? std::exp(static_cast<double>(row[k]) / temperature - mx) : 0.0;
-        sum += p[k];
-      }
-      double x = rng->uniform() * sum;
-      int64_t pick = -1;
-      for (int64_t k = 0; k < A; ++k)
-        if (p[k] > 0) {
-          pick = k;
-          if ((x -= p[k]) <= 0) break;
-        }
-      act[u] = static_cast<int32_t>(pick);
-    }
-    return act;
   }
 
   Placement zero_shot(place::Run& run, const Policy& policy) {
@@ -196,20 +112,9 @@ class GdpPlacer : public place::Placer {
     nn::NoGradGuard no_grad;
     std::vector<Decoding> dec;
     for (const std::string& d : decisions(policy)) {
-      const std::string pooled = d == "spread" ? "stage" : d;
-      auto same = std::find_if(dec.begin(), dec.end(),
-                               [&](const Decoding& y) { return y.decision == pooled; });
-      Decoding x{d,
-                 same != dec.end() ? same->in
-                                   : policy.prepare(pb.graph(), pb.cluster(), pb.cost(), pooled),
-                 {},
-                 {},
-                 D};
-      if (d == "spread" && x.in.devices_used) continue;  // the count row has no spread reading
-      x.logits = same != dec.end() ? same->logits : policy.forward(x.in).value().cpu();
-      x.greedy = d == "spread"
-                     ? spread_actions(pb.graph(), x.in, x.logits, nullptr, 1, spread_slack_)
-                     : greedy_actions(x.logits);
+      Decoding x{d, policy.prepare(pb.graph(), pb.cluster(), pb.cost(), d), {}, {}, D};
+      x.logits = policy.forward(x.in).value().cpu();
+      x.greedy = greedy_actions(x.logits);
       if (x.in.devices_used) x.greedy_used = x.greedy.back() + 1;
       dec.push_back(std::move(x));
     }
@@ -270,16 +175,7 @@ class GdpPlacer : public place::Placer {
     for (size_t i = 0; i < G; ++i) {
       drawn[i] =
           n / static_cast<int32_t>(G) + (static_cast<int32_t>(i) < n % static_cast<int32_t>(G));
-      std::vector<int32_t> acts;
-      if (dec[i].decision == "spread") {
-        for (int32_t k = 0; k < drawn[i]; ++k) {
-          const std::vector<int32_t> a = spread_actions(pb.graph(), dec[i].in, dec[i].logits, &rng,
-                                                        temperature_, spread_slack_);
-          acts.insert(acts.end(), a.begin(), a.end());
-        }
-      } else {
-        acts = sample_actions(dec[i].logits, drawn[i], rng, temperature_);
-      }
+      const std::vector<int32_t> acts = sample_actions(dec[i].logits, drawn[i], rng, temperature_);
       for (int32_t k = 0; k < drawn[i]; ++k) {
         ps.push_back(placement_of(dec[i].in, acts, k));
         from.push_back(dec[i].decision + " decisions' sample");
@@ -344,7 +240,6 @@ class GdpPlacer : public place::Placer {
   double temperature_;
   bool every_count_;
   std::string decode_;
-  double spread_slack_;
   bool fine_tune_;
   TrainConfig config_;
 };
@@ -372,16 +267,11 @@ void gdp_places(place::Registry& r) {
                              "memory bound allows is a candidate too (with a devices-used policy "
                              "its count row set; without one its labels coarsened, floor(a L / "
                              "D)), in place of as many of the N samples"),
-       place::string_option("decode", "both", {"own", "op", "stage", "spread", "both", "all"},
+       place::string_option("decode", "both", {"own", "op", "stage", "both"},
                             "zero-shot: what one decision places when the network's node "
-                            "logits are read: the policy's own decisions, op, stage, spread (the "
-                            "stage logits with concurrent stages on devices with room), both "
-                            "(the policy's own and the other of op and stage: each one's greedy "
-                            "placement and counts, and half the samples) or all three (a third "
-                            "each)"),
-       place::number_option("spread_slack", 0.25, 0, 100,
-                            "zero-shot, decode spread: a device has room for a stage when its "
-                            "concurrent load stays within (1 + slack) / D of the concurrent time"),
+                            "logits are read: the policy's own decisions, op, stage, or both "
+                            "(the policy's own and the other: each one's greedy placement and "
+                            "counts, and half the samples)"),
        place::boolean_option("fine_tune", false, "train from the checkpoint within the budget"),
        place::object_option("config", "training configuration (rl/gdp/config.h TrainConfig)")},
       true,
