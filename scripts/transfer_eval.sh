@@ -27,9 +27,9 @@ methods="human"
 [ "$ANNEAL" = 1 ] && methods="$methods,anneal"
 methods="$methods,zsg=gdp,zsgb=gdp,own=gdp,zs=gdp"
 opts=$(printf '{"zsg": {"checkpoint": "%s", "samples": 0, "decode": "own"},
-  "zsgb": {"checkpoint": "%s", "samples": 0, "decode": "both"},
+  "zsgb": {"checkpoint": "%s", "samples": 0, "decode": "all"},
   "own": {"checkpoint": "%s", "samples": 63, "decode": "own"},
-  "zs": {"checkpoint": "%s", "samples": 63, "decode": "both"}}' "$ckpt" "$ckpt" "$ckpt" "$ckpt")
+  "zs": {"checkpoint": "%s", "samples": 63, "decode": "all"}}' "$ckpt" "$ckpt" "$ckpt" "$ckpt")
 for s in "${suites[@]}"; do
   f="datasets/suites/$s.json"
   [ "$s" = outside ] && f=runs/outside/suite.json

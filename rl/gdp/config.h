@@ -83,12 +83,13 @@ struct TrainConfig {
   // 1 / graphs, so that 32 random graphs do not outvote 8 models (TrainGraph::family).
   bool family_weights = false;
   // What one decision places, per training graph: empty, the policy's decision alone; else
-  // each graph is trained once per entry ("op", "stage"), each with its own K samples, log
-  // rows and half its loss weight, from the same node logits pooled the two ways (the second
-  // entry's rows are named "<graph>@<decision>"). A network trained so places a graph's ops
+  // each graph is trained once per entry ("op", "stage", "cut"), each with its own K samples,
+  // log rows and a share of its loss weight, from the same network read each way (the later
+  // entries' rows are named "<graph>@<decision>"). A network trained so places a graph's ops
   // one by one where that wins (a Transformer's intra-layer split) and its stages as wholes
-  // where that wins (an RNN's layer pipeline), and zero-shot reads both (the place method's
-  // option "decode").
+  // where that wins (an RNN's layer pipeline), and zero-shot reads every one (the place
+  // method's option "decode"). "cut" gives the policy a cut head (PolicyConfig::cut_head),
+  // also over a checkpoint that lacks one (--init: the head starts at its initial values).
   std::vector<std::string> decisions;
   // Fine-tuning (a checkpoint to start from). The network keeps the checkpoint's policy config
   // and parameters; these three say how the search around it starts (docs/ppo.md, "Fine-tuning

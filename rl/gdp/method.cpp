@@ -76,7 +76,7 @@ class GdpPlacer : public place::Placer {
     return placement_of(in, greedy_actions(logits.value()), 0);
   }
 
-  // One way of reading the network's node logits: what one decision places ("op" or "stage"),
+  // One way of reading the network: what one decision places ("op", "stage" or "cut"),
   // the input pooled that way, its unit logits and their greedy actions.
   struct Decoding {
     std::string decision;
@@ -99,10 +99,21 @@ class GdpPlacer : public place::Placer {
     return a;
   }
 
+  // The readings, the policy's own first: "both" is own and the other of op and stage; "all"
+  // every reading the network has (op, stage, and cut where it has a cut head).
   std::vector<std::string> decisions(const Policy& policy) const {
     const std::string& own = policy.config().decision;
     if (decode_ == "own") return {own};
     if (decode_ == "both") return {own, own == "op" ? "stage" : "op"};
+    if (decode_ == "all") {
+      std::vector<std::string> d{own};
+      for (const char* x : {"op", "stage", "cut"})
+        if (x != own && (std::string(x) != "cut" || policy.config().cut_head)) d.push_back(x);
+      return d;
+    }
+    if (decode_ == "cut" && !policy.config().cut_head)
+      throw InputError("method 'gdp': options.decode: \"cut\" needs a policy with a cut head (" +
+                       checkpoint_ + " has none)");
     return {decode_};
   }
 
@@ -267,11 +278,13 @@ void gdp_places(place::Registry& r) {
                              "memory bound allows is a candidate too (with a devices-used policy "
                              "its count row set; without one its labels coarsened, floor(a L / "
                              "D)), in place of as many of the N samples"),
-       place::string_option("decode", "both", {"own", "op", "stage", "both"},
-                            "zero-shot: what one decision places when the network's node "
-                            "logits are read: the policy's own decisions, op, stage, or both "
-                            "(the policy's own and the other: each one's greedy placement and "
-                            "counts, and half the samples)"),
+       place::string_option("decode", "all", {"own", "op", "stage", "cut", "both", "all"},
+                            "zero-shot: what one decision places when the network is read: the "
+                            "policy's own decisions, op, stage, cut (its cut head over the "
+                            "stages), both (the policy's own and the other of op and stage) or "
+                            "all (op, stage and, where the policy has a cut head, cut): each "
+                            "reading's greedy placement and counts, and an even share of the "
+                            "samples"),
        place::boolean_option("fine_tune", false, "train from the checkpoint within the budget"),
        place::object_option("config", "training configuration (rl/gdp/config.h TrainConfig)")},
       true,

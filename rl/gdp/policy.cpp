@@ -40,7 +40,7 @@ PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string&
       j, "", {},
       {"max_devices", "type_embedding", "width", "sage_layers", "attention", "lstm",
        "attention_layers", "heads", "ffn", "segment", "memory", "superposition", "film_hidden",
-       "anchor", "features", "decision", "head", "head_hidden", "devices_used"});
+       "anchor", "features", "decision", "head", "head_hidden", "devices_used", "cut_head"});
   PolicyConfig c;
   c.max_devices = int_key(sj, j, "max_devices", c.max_devices, 1, 1024);
   c.type_embedding = int_key(sj, j, "type_embedding", c.type_embedding, 1, 4096);
@@ -59,8 +59,9 @@ PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string&
   c.features = int_key(sj, j, "features", c.features, 1, 4);
   if (j.contains("decision")) {
     c.decision = sj.string(j, "decision", "");
-    if (c.decision != "op" && c.decision != "stage")
-      sj.fail("decision", "expected \"op\" or \"stage\", got \"" + c.decision + "\"");
+    if (c.decision != "op" && c.decision != "stage" && c.decision != "cut")
+      sj.fail("decision",
+              "expected \"op\", \"stage\" or \"cut\", got \"" + c.decision + "\"");
   }
   if (j.contains("head")) {
     c.head = sj.string(j, "head", "");
@@ -69,6 +70,7 @@ PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string&
   }
   c.head_hidden = int_key(sj, j, "head_hidden", c.head_hidden, 1, 4096);
   c.devices_used = bool_key(sj, j, "devices_used", c.devices_used);
+  c.cut_head = bool_key(sj, j, "cut_head", c.cut_head) || c.decision == "cut";
   if (c.width % c.heads != 0)
     sj.fail("heads", "expected a divisor of width " + std::to_string(c.width) + ", got " +
                          std::to_string(c.heads));
@@ -96,6 +98,7 @@ nlohmann::ordered_json PolicyConfig::to_json() const {
   j["head"] = head;
   j["head_hidden"] = head_hidden;
   j["devices_used"] = devices_used;
+  j["cut_head"] = cut_head;
   return j;
 }
 
@@ -159,6 +162,34 @@ BasicPolicy<T>::BasicPolicy(const PolicyConfig& config, OpVocabulary vocab, uint
     b_c_ = params_.add_constant("count.b", {A}, T(0));
     w_cg_ = params_.add_uniform("count.w_graph", {A, G}, 0.01 * bound(G), rng_);
   }
+  if (c.cut_head) {  // last, so that the parameters before it are those of a policy without it
+    // mu starts at the middle of the devices for every unit, near-flat over a few devices
+    // around it (width s = 1 device), and nothing of the features reaches it yet.
+    w_cut_ = params_.add_uniform("cut.w", {1, D}, 0.01 * bound(D), rng_);
+    w_cut_x_ = params_.add_constant("cut.w_x", {1, 2 * F}, T(0));
+    b_cut_ = params_.add_constant("cut.b", {1}, T(0.5));
+    log_cut_width_ = params_.add_constant("cut.log_width", {1}, T(0));
+  }
+}
+
+int64_t copy_parameters_by_name(const nn::ParameterBuffer& from, nn::ParameterBuffer& to) {
+  const nn::Tensor src = from.values().cpu().contiguous();
+  nn::Tensor dst = to.values();
+  if (dst.device() != nn::Device::cpu)
+    throw std::invalid_argument("copy_parameters_by_name: the target must be on the cpu");
+  int64_t copied = 0;
+  for (const auto& e : from.entries()) {
+    const auto* t = to.find(e.name);
+    if (!t) continue;
+    if (t->shape != e.shape)
+      throw std::invalid_argument("copy_parameters_by_name: parameter '" + e.name +
+                                  "' has another shape in the target");
+    int64_t n = 1;
+    for (int64_t d : e.shape) n *= d;
+    std::copy(src.data() + e.offset, src.data() + e.offset + n, dst.data() + t->offset);
+    ++copied;
+  }
+  return copied;
 }
 
 std::vector<float> device_features(const Cluster& c, int32_t max_devices, bool anchored) {
@@ -191,9 +222,11 @@ template <typename T>
 BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c, const CostModel& cost,
                                             const std::string& decision) const {
   const std::string& unit = decision.empty() ? config_.decision : decision;
-  if (unit != "op" && unit != "stage")
-    throw std::invalid_argument("policy prepare: decision must be \"op\" or \"stage\", got \"" +
-                                unit + "\"");
+  if (unit != "op" && unit != "stage" && unit != "cut")
+    throw std::invalid_argument(
+        "policy prepare: decision must be \"op\", \"stage\" or \"cut\", got \"" + unit + "\"");
+  if (unit == "cut" && !config_.cut_head)
+    throw std::invalid_argument("policy prepare: decision \"cut\" needs a policy with a cut head");
   const int32_t D = c.num_devices();
   if (D > config_.max_devices)
     throw InputError("policy: cluster '" + c.name + "' has " + std::to_string(D) +
@@ -201,7 +234,8 @@ BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c, co
                      std::to_string(config_.max_devices));
   BasicPolicyInput<T> in;
   in.features = featurize(g, c, vocab_, cost);
-  in.units = unit == "stage"
+  in.cut = unit == "cut";
+  in.units = unit != "op"
                  ? place::stage_units(g, in.features.stage_rank, in.features.num_stage_ranks)
                  : place::Units::colocation(g);
   in.num_devices = D;
@@ -221,7 +255,7 @@ BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c, co
   std::vector<T> mask(static_cast<size_t>(R) * A, T(0));
   for (int32_t u = 0; u < R; ++u)
     for (int32_t a = D; a < A; ++a) mask[static_cast<size_t>(u) * A + a] = T(kMaskLogit);
-  in.anchored = config_.anchor && D > 1 && c.devices_interchangeable();
+  in.anchored = config_.anchor && D > 1 && c.devices_interchangeable() && !in.cut;
   if (in.anchored)
     for (int32_t a = 1; a < D; ++a) mask[a] = T(kMaskLogit);  // unit 0: device 0 only
   if (in.devices_used) {  // no L whose devices 0..L-1 cannot hold what every placement holds
@@ -230,6 +264,11 @@ BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c, co
       if (least == 0 || L < least) mask[static_cast<size_t>(U) * A + L - 1] = T(kMaskLogit);
   }
   in.mask = nn::BasicTensor<T>::from_vector({R, A}, mask);
+  if (in.cut) {
+    std::vector<T> bins(static_cast<size_t>(A), T(0));
+    for (int32_t k = 0; k < D; ++k) bins[static_cast<size_t>(k)] = T(k + 0.5);
+    in.cut_bins = nn::BasicTensor<T>::from_vector({1, A}, bins);
+  }
   if (config_.head == "position") {
     const std::vector<float> f = device_features(c, A, in.anchored);
     in.device_x =
@@ -296,17 +335,32 @@ nn::BasicVar<T> BasicPolicy<T>::forward(const BasicPolicyInput<T>& in) const {
     o = nn::relu(nn::linear(ht, w_m_, b_m_));
     if (film.defined()) o = nn::film_modulate(o, film, 0);
   }
-  V node_logits;
-  if (w_h1_.defined()) {  // the position head: each device's output row from its features
-    const V hid = nn::tanh(nn::linear(V(in.device_x), w_h1_, b_h1_));  // (A, H)
-    const V rows = nn::linear(hid, w_h2_, V());                        // (A, D)
-    const V bias = nn::reshape(nn::linear(hid, w_hb_, V()), {config_.max_devices});
-    node_logits = nn::linear(o, rows, bias);
+  V rows;  // (U, A)
+  if (in.cut) {
+    if (!w_cut_.defined())
+      throw std::invalid_argument("policy forward: a \"cut\" input needs a policy with a cut head");
+    // mu per op (topological order, as o), its mean per unit, then the quadratic in devices:
+    // row u, column k: -((D mu_u - (k + 0.5)) / s)^2 / 2.
+    const V z = nn::add(nn::linear(o, w_cut_, b_cut_),
+                        nn::linear(nn::gather_rows(x, in.features.topo), w_cut_x_, V()));  // (N, 1)
+    const V mu = nn::mul(nn::scatter_add_rows(z, in.unit_of_topo, in.num_units()),
+                         V(in.unit_scale));  // (U, 1)
+    const V dist = nn::sub(nn::scale(mu, static_cast<T>(in.num_devices)), V(in.cut_bins));
+    const V inv_var = nn::exp(nn::scale(log_cut_width_, T(-2)));  // 1 / s^2
+    rows = nn::mul(nn::scale(nn::square(dist), T(-0.5)), inv_var);
   } else {
-    node_logits = nn::linear(o, w_out_, b_out_);
+    V node_logits;  // (N, A)
+    if (w_h1_.defined()) {  // the position head: each device's output row from its features
+      const V hid = nn::tanh(nn::linear(V(in.device_x), w_h1_, b_h1_));  // (A, H)
+      const V w = nn::linear(hid, w_h2_, V());                           // (A, D)
+      const V bias = nn::reshape(nn::linear(hid, w_hb_, V()), {config_.max_devices});
+      node_logits = nn::linear(o, w, bias);
+    } else {
+      node_logits = nn::linear(o, w_out_, b_out_);
+    }
+    rows = nn::mul(nn::scatter_add_rows(node_logits, in.unit_of_topo, in.num_units()),
+                   V(in.unit_scale));
   }
-  const V unit_sum = nn::scatter_add_rows(node_logits, in.unit_of_topo, in.num_units());
-  V rows = nn::mul(unit_sum, V(in.unit_scale));
   if (w_c_.defined()) {  // the devices-used row: from the mean node output and the statistics
     const V count = nn::add(nn::linear(nn::mean(o, 0, true), w_c_, b_c_),
                             nn::linear(stats, w_cg_, V()));  // (1, A)

@@ -80,7 +80,8 @@ struct PolicyConfig {
   // What one decision places: "op", a colocation unit (a group or a lone op); "stage", every
   // op of one structural stage rank (place/stages.h: a parameter group and the ops that hang
   // off it, forward, backward and update), so that a reward difference has a cause the
-  // network can learn (docs/ppo.md, "Transfer").
+  // network can learn (docs/ppo.md, "Transfer"); "cut", the stage units read through the cut
+  // head (cut_head) instead of the device columns.
   std::string decision = "op";
   // The output layer: "slots", one learned row per device slot (policies trained before the
   // position head); "position", rows computed from each device's position and specs (above).
@@ -95,6 +96,16 @@ struct PolicyConfig {
   // that must all agree. An L whose devices 0..L-1 hold less memory than every placement
   // needs (sim/lower_bound.h, memory_lower_bound_bytes) is masked: never sampled, never greedy.
   bool devices_used = false;
+  // An ordinal cut head beside the device columns (decision "cut"; docs/policy.md, "The cut
+  // head"): one scalar per op, mu = w . o + w_x . x + b, where x is the op's input row (a
+  // linear skip from the features), pooled per stage unit as the mean over its ops; the unit's
+  // logit for device k of D is -((k + 0.5 - D mu) / s)^2 / 2, s a learned width in devices.
+  // mu is a position in [0, 1] along the devices whatever D is, so the same output is a
+  // contiguous cut on 2 or on 6 GPUs, and a network whose mu follows a stage coordinate places
+  // as a stage-cut of it would. Exact log-probabilities (the rows are categorical), so PPO and
+  // every decoder treat it as any other decision. Implied by decision "cut" and by a training
+  // run whose `decisions` list it (rl/gdp/config.h).
+  bool cut_head = false;
 
   // Strict: unknown keys, wrong types and impossible values are InputErrors naming `source`
   // and the key. Missing keys keep their defaults.
@@ -115,6 +126,8 @@ struct BasicPolicyInput {
   nn::BasicTensor<T> device_x;        // (A, P) the position head's device features (zeros else)
   int32_t num_devices = 0;
   bool devices_used = false;  // the logits' last row is the devices-used decision (PolicyConfig)
+  bool cut = false;           // decision "cut": the unit rows come from the cut head
+  nn::BasicTensor<T> cut_bins;  // (1, A) k + 0.5 for the devices k < D, 0 beyond (masked)
   int32_t num_units() const { return units.num_units(); }
   // Decisions per placement (R): the units, and the devices-used row where there is one. The
   // actions of K samples are (K * R), sample-major.
@@ -127,6 +140,7 @@ struct BasicPolicyInput {
     unit_scale = unit_scale.to_device(device);
     mask = mask.to_device(device);
     if (device_x.numel() > 0) device_x = device_x.to_device(device);
+    if (cut_bins.numel() > 0) cut_bins = cut_bins.to_device(device);
   }
 };
 
@@ -140,9 +154,11 @@ class BasicPolicy {
 
   // Throws InputError when the cluster has more devices than max_devices. The cost model
   // prices the ops' time features (the caller's, so that --profile reaches them). `decision`
-  // ("op" or "stage"; empty: the config's) chooses what one decision places: the node logits
-  // are the same, only their pooling into unit rows differs, so a policy trained with one can
-  // be decoded with the other (zero-shot's option "decode").
+  // ("op", "stage" or "cut"; empty: the config's) chooses what one decision places: the node
+  // logits are the same, only their pooling into unit rows differs, so a policy trained with
+  // one can be decoded with the other (zero-shot's option "decode"); "cut" reads the cut head
+  // (std::invalid_argument for a policy without one) over the stage units, never anchored (its
+  // columns are positions, not labels).
   BasicPolicyInput<T> prepare(const Graph& g, const Cluster& c, const CostModel& cost = CostModel(),
                               const std::string& decision = "") const;
   // Decision logits (R, A), masked beyond the cluster's devices: the U units' rows, then the
@@ -178,7 +194,13 @@ class BasicPolicy {
   nn::BasicVar<T> w_out_, b_out_;               // (A, D), (A): the slots head
   nn::BasicVar<T> w_h1_, b_h1_, w_h2_, w_hb_;   // (H, P), (H), (D, H), (1, H): the position head
   nn::BasicVar<T> w_c_, b_c_, w_cg_;            // (A, D), (A), (A, G): the devices-used row
+  nn::BasicVar<T> w_cut_, w_cut_x_, b_cut_, log_cut_width_;  // (1, D), (1, 2F), (1), (1)
 };
+
+// Copies every parameter of `from` into the parameter of the same name and shape in `to`;
+// returns how many were copied (a policy given a head its checkpoint lacks keeps that head's
+// initial values). Throws std::invalid_argument on a name whose shapes differ.
+int64_t copy_parameters_by_name(const nn::ParameterBuffer& from, nn::ParameterBuffer& to);
 
 using Policy = BasicPolicy<float>;
 using PolicyD = BasicPolicy<double>;

@@ -43,6 +43,11 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
       cost_(cost),
       rng_(seed ^ 0x9e3779b97f4a7c15ull) {
   if (graphs.empty()) throw InputError("train: no graphs");
+  // A "cut" decision needs the cut head (PolicyConfig::cut_head), over a checkpoint too.
+  const bool cut = config_.policy.cut_head ||
+                   std::find(config_.decisions.begin(), config_.decisions.end(), "cut") !=
+                       config_.decisions.end();
+  config_.policy.cut_head = cut;
   if (init) {
     // Fine-tuning keeps its start: no behaviour cloning over the checkpoint (it would overwrite
     // what pre-training learned). The elites and local proposals start from the policy's own
@@ -51,8 +56,9 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
     config_.imitation_steps = 0;
     config_.policy = init->config();
     if (!config_.fine_tune_decision.empty()) config_.policy.decision = config_.fine_tune_decision;
+    config_.policy.cut_head = config_.policy.cut_head || cut || config_.policy.decision == "cut";
     policy_ = std::make_unique<Policy>(config_.policy, init->vocabulary(), seed);
-    policy_->params().values().copy_from(init->params().values());
+    copy_parameters_by_name(init->params(), policy_->params());  // a new cut head keeps its start
   } else {
     std::vector<const Graph*> gs;
     for (const auto& g : graphs) gs.push_back(g.graph);

@@ -9,7 +9,9 @@
 
 #include "core/error.h"
 #include "core/io.h"
+#include "datasets/registry.h"
 #include "nn/gradcheck.h"
+#include "place/stages.h"
 #include "place_helpers.h"
 #include "rl/gdp/policy.h"
 #include "rl/gdp/ppo.h"
@@ -58,6 +60,110 @@ TEST_CASE("rl/gdp/policy config: defaults, round trip, strict keys", "[rl]") {
   CHECK_THAT(err(R"({"head_hidden": 0})"), Contains("head_hidden"));
   CHECK(!d.devices_used);  // checkpoints without the key have no devices-used row
   CHECK_THAT(err(R"({"devices_used": 1})"), Contains("devices_used"));
+  CHECK(!d.cut_head);  // checkpoints without the key have no cut head
+  CHECK_THAT(err(R"({"cut_head": "yes"})"), Contains("cut_head"));
+  CHECK_THAT(err(R"({"decision": "layer"})"), Contains("decision") && Contains("cut"));
+  const auto cut = rl::PolicyConfig::from_json(nlohmann::json::parse(R"({"decision": "cut"})"), "c");
+  CHECK(cut.cut_head);  // implied by its decision
+  CHECK(rl::PolicyConfig::from_json(nlohmann::json::parse(cut.to_json().dump()), "x").cut_head);
+}
+
+// The cut head (PolicyConfig::cut_head): one position per stage unit, read as a contiguous cut
+// on any device count; with its skip weight on the fold coordinate alone it places exactly as
+// the fold control, stage-cut over by_fold at D stages (docs/policy.md, "The cut head").
+TEST_CASE("rl/gdp/policy cut head: a position per stage, the fold control expressible exactly",
+          "[rl]") {
+  datasets::GenOptions o;  // a 4-layer GNMT, as tests/place/test_stages.cpp
+  o.layers = 4;
+  o.seq_len = 6;
+  o.hidden = 32;
+  o.vocab = 64;
+  o.batch = 4;
+  const Graph g = datasets::generate("gnmt", o);
+  rl::PolicyConfig cfg = test::tiny_config().policy;
+  cfg.max_devices = 8;
+  cfg.features = 4;
+  const rl::Policy plain(cfg, vocab_of(g), 3);
+  CHECK_THAT(error_of([&] { plain.prepare(g, read_cluster("v100x4-nvlink"), CostModel(), "cut"); }),
+             Contains("cut head"));
+  cfg.cut_head = true;
+  rl::Policy policy(cfg, vocab_of(g), 3);
+  // The parameters before the head are a plain policy's, in the same order and values.
+  for (const auto& e : plain.params().entries()) {
+    const auto* f = policy.params().find(e.name);
+    REQUIRE(f);
+    CHECK(f->offset == e.offset);
+  }
+  CHECK(plain.params().values().to_vector() ==
+        nn::slice(nn::Var(policy.params().values()), 0, 0, plain.params().size())
+            .value()
+            .to_vector());
+  for (const char* cluster : {"v100x4-nvlink", "v100x6-nvlink"}) {
+    INFO(cluster);
+    const Cluster c = read_cluster(cluster);
+    const int32_t D = c.num_devices();
+    const rl::PolicyInput in = policy.prepare(g, c, CostModel(), "cut");
+    const rl::PolicyInput stages = policy.prepare(g, c, CostModel(), "stage");
+    CHECK(in.cut);
+    CHECK_FALSE(in.anchored);  // its columns are positions: nothing to relabel
+    CHECK(in.num_units() == stages.num_units());
+    CHECK(in.units.unit_of == stages.units.unit_of);
+    nn::NoGradGuard no_grad;
+    const nn::Tensor l = policy.forward(in).value();
+    REQUIRE(l.shape() == nn::Shape{in.num_units(), 8});
+    // Each row is a parabola over the devices, -(D mu - (k + 0.5))^2 / 2 at width 1: second
+    // differences of -1, and the masked slots beyond D.
+    for (int32_t u = 0; u < in.num_units(); ++u) {
+      for (int32_t k = 1; k + 1 < D; ++k)
+        CHECK(l[u * 8 + k + 1] - 2 * l[u * 8 + k] + l[u * 8 + k - 1] == Approx(-1).margin(1e-3));
+      for (int32_t k = D; k < 8; ++k) CHECK(l[u * 8 + k] < -1e8f);
+    }
+    // Untrained, mu is near 0.5 for every unit: the middle devices, never all on one.
+    const std::vector<int32_t> greedy = rl::greedy_actions(l);
+    for (int32_t a : greedy) CHECK(std::abs(a + 0.5 - D / 2.0) <= 1.0);
+  }
+  // mu = the op's fold coordinate: w_x on the raw stage_fold column, nothing else.
+  {
+    nn::Tensor v = policy.params().values();
+    auto fill = [&](const char* name, float value) {
+      const auto* e = policy.params().find(name);
+      REQUIRE(e);
+      int64_t n = 1;
+      for (int64_t d : e->shape) n *= d;
+      std::fill(v.data() + e->offset, v.data() + e->offset + n, value);
+    };
+    fill("cut.w", 0);
+    fill("cut.b", 0);
+    fill("cut.w_x", 0);
+    const std::vector<int32_t> cols = policy.node_columns();
+    const auto at = std::find(cols.begin(), cols.end(), static_cast<int32_t>(rl::feat::stage_fold));
+    REQUIRE(at != cols.end());
+    v.data()[policy.params().find("cut.w_x")->offset + (at - cols.begin())] = 1;
+  }
+  for (const char* cluster : {"v100x4-nvlink", "v100x6-nvlink", "v100x8-nvlink"}) {
+    INFO(cluster);
+    const Cluster c = read_cluster(cluster);
+    const rl::PolicyInput in = policy.prepare(g, c, CostModel(), "cut");
+    nn::NoGradGuard no_grad;
+    const Placement p =
+        rl::placement_of(in, rl::greedy_actions(policy.forward(in).value()), 0);
+    std::vector<double> fold(static_cast<size_t>(g.num_ops()));
+    for (int32_t v = 0; v < g.num_ops(); ++v)
+      fold[v] = in.features.x[static_cast<int64_t>(v) * rl::kNodeFeatures + rl::feat::stage_fold];
+    const std::vector<int32_t> control = place::stage_cut(g, fold, c.num_devices());
+    // Equal, but where D x fold is a whole number: there the two neighbouring devices tie in
+    // the head's logits and the greedy takes the lower, floor the upper.
+    const double D = c.num_devices();
+    int64_t same = 0, ties = 0;
+    for (int32_t v = 0; v < g.num_ops(); ++v) {
+      const bool tie = D * fold[v] == std::round(D * fold[v]);
+      ties += tie && p.device[v] != control[v];
+      same += p.device[v] == control[v] || (tie && p.device[v] == control[v] - 1);
+    }
+    CHECK(same == g.num_ops());
+    CHECK(ties < g.num_ops() / 20);
+    CHECK(std::set<int32_t>(p.device.begin(), p.device.end()).size() > 2);  // a real cut
+  }
 }
 
 TEST_CASE("rl/gdp/policy position head: one network for any device count", "[rl]") {
@@ -343,12 +449,13 @@ TEST_CASE("rl/gdp/policy logits: one row per unit, devices beyond the cluster ma
 
 TEST_CASE(
     "rl/gdp/policy gradients by finite differences (attention and superposition on and off, LSTM, "
-    "position head, devices used)",
+    "position head, devices used, cut head)",
     "[rl]") {
   const Graph g = test::two_chains();
   const Cluster c = test::full_mesh(3);
-  for (int variant = 0; variant < 6; ++variant) {
+  for (int variant = 0; variant < 7; ++variant) {
     rl::PolicyConfig cfg = test::tiny_config().policy;
+    cfg.cut_head = variant == 6;
     if (variant == 4) {
       cfg.head = "position";
       cfg.head_hidden = 3;
@@ -365,9 +472,10 @@ TEST_CASE(
     cfg.superposition = variant != 2;
     cfg.lstm = variant == 3;
     INFO("attention " << cfg.attention << " superposition " << cfg.superposition << " lstm "
-                      << cfg.lstm << " head " << cfg.head << " devices_used " << cfg.devices_used);
+                      << cfg.lstm << " head " << cfg.head << " devices_used " << cfg.devices_used
+                      << " cut " << cfg.cut_head);
     rl::PolicyD policy(cfg, vocab_of(g), 11);
-    const rl::PolicyInputD in = policy.prepare(g, c);
+    const rl::PolicyInputD in = policy.prepare(g, c, CostModel(), cfg.cut_head ? "cut" : "");
     std::vector<nn::VarD> params;
     for (const auto& e : policy.params().entries()) params.push_back(e.var);
     nn::GradcheckOptions opt;

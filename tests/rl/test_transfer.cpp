@@ -237,6 +237,60 @@ TEST_CASE("rl/fine-tuning keeps its start: no cloning over a checkpoint", "[rl]"
   CHECK(warm.run(0).samples() - warm_before >= cfg.samples_per_iteration + 2);
 }
 
+// Decisions "cut" (PolicyConfig::cut_head): the cut head trains beside the device columns; over
+// a checkpoint that lacks it, the run adds the head and keeps every other parameter.
+TEST_CASE("rl/decisions: a cut head added over a checkpoint, trained beside the op decisions",
+          "[rl]") {
+  const Graph g = test::small_rnnlm();
+  const Cluster c = read_cluster("v100x4-nvlink");
+  rl::TrainConfig cfg = test::tiny_config();
+  cfg.policy.features = 4;
+  rl::Trainer op(cfg, {rl::TrainGraph{"rnn", &g, &c, nullptr}}, CostModel(), 2);
+  op.step();
+  CHECK_FALSE(op.policy().config().cut_head);
+  const auto j = nlohmann::json::parse(R"({"decisions": ["op", "cut"]})");
+  CHECK(rl::TrainConfig::from_json(j, "c.json").policy.cut_head);  // implied by the decisions
+  rl::TrainConfig joint = test::tiny_config();  // plain PPO: no warm start, no elites
+  joint.decisions = {"op", "cut"};
+  joint.keep_reference = false;  // every placement simulated is the policy's own
+  rl::Trainer t(joint, {rl::TrainGraph{"rnn", &g, &c, nullptr}}, CostModel(), 3, &op.policy());
+  CHECK(t.policy().config().cut_head);
+  REQUIRE(t.num_graphs() == 2);
+  CHECK(t.graph(1).name == "rnn@cut");
+  // Every parameter of the checkpoint carried over, the head at its initial values.
+  const nn::Tensor a = op.policy().params().values();
+  const nn::Tensor b = t.policy().params().values();
+  REQUIRE(b.numel() > a.numel());
+  bool same = true;
+  for (int64_t i = 0; i < a.numel(); ++i) same = same && a.data()[i] == b.data()[i];
+  CHECK(same);
+  const auto* bias = t.policy().params().find("cut.b");
+  REQUIRE(bias);
+  CHECK(b.data()[bias->offset] == 0.5f);
+  const std::vector<rl::IterationStats> rows = t.step();
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[1].graph == "rnn@cut");
+  CHECK(std::isfinite(rows[1].entropy));
+  CHECK(rows[1].entropy > 0);
+  // The head learns: its parameters moved, and the cut copy's best keeps a stage on one device.
+  const nn::Tensor after = t.policy().params().values();
+  CHECK(after.data()[bias->offset] != 0.5f);
+  const rl::PolicyInput in = t.policy().prepare(g, c, CostModel(), "cut");
+  REQUIRE(t.run(1).has_best());
+  const Placement& best = t.run(1).best();
+  std::map<int32_t, int32_t> device_of_unit;  // a stage unit: a rank, its groups whole
+  for (int32_t v = 0; v < g.num_ops(); ++v) {
+    auto [it, fresh] = device_of_unit.emplace(in.units.unit_of[v], best.device[v]);
+    if (!fresh) REQUIRE(it->second == best.device[v]);
+  }
+  CHECK(device_of_unit.size() < static_cast<size_t>(g.num_ops()) / 4);
+  CHECK_THAT(test::error_of([] {
+               rl::TrainConfig::from_json(nlohmann::json::parse(R"({"decisions": ["cuts"]})"),
+                                          "c.json");
+             }),
+             Contains("decisions[0]") && Contains("\"cut\""));
+}
+
 TEST_CASE("rl/fine-tuning a stage policy into op decisions: same network, finer decisions",
           "[rl]") {
   const Graph g = test::small_rnnlm();
