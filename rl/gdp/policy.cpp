@@ -22,6 +22,7 @@ namespace gdp::rl {
 namespace {
 
 constexpr double kMaskLogit = kMaskedLogit;  // rl/gdp/ppo.h
+constexpr double kCutSkipGain = 10;           // PolicyConfig::cut_head
 
 int32_t int_key(const StrictJson& sj, const nlohmann::json& j, const char* key, int32_t def,
                 int32_t lo, int32_t hi) {
@@ -40,7 +41,7 @@ PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string&
       j, "", {},
       {"max_devices", "type_embedding", "width", "sage_layers", "attention", "lstm",
        "attention_layers", "heads", "ffn", "segment", "memory", "superposition", "film_hidden",
-       "anchor", "features", "decision", "head", "head_hidden", "devices_used", "cut_head"});
+       "anchor", "features", "decision", "head", "head_hidden", "devices_used", "cut_head", "cut_trunk"});
   PolicyConfig c;
   c.max_devices = int_key(sj, j, "max_devices", c.max_devices, 1, 1024);
   c.type_embedding = int_key(sj, j, "type_embedding", c.type_embedding, 1, 4096);
@@ -71,6 +72,7 @@ PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string&
   c.head_hidden = int_key(sj, j, "head_hidden", c.head_hidden, 1, 4096);
   c.devices_used = bool_key(sj, j, "devices_used", c.devices_used);
   c.cut_head = bool_key(sj, j, "cut_head", c.cut_head) || c.decision == "cut";
+  c.cut_trunk = bool_key(sj, j, "cut_trunk", c.cut_trunk);
   if (c.width % c.heads != 0)
     sj.fail("heads", "expected a divisor of width " + std::to_string(c.width) + ", got " +
                          std::to_string(c.heads));
@@ -99,6 +101,7 @@ nlohmann::ordered_json PolicyConfig::to_json() const {
   j["head_hidden"] = head_hidden;
   j["devices_used"] = devices_used;
   j["cut_head"] = cut_head;
+  j["cut_trunk"] = cut_trunk;
   return j;
 }
 
@@ -340,9 +343,12 @@ nn::BasicVar<T> BasicPolicy<T>::forward(const BasicPolicyInput<T>& in) const {
     if (!w_cut_.defined())
       throw std::invalid_argument("policy forward: a \"cut\" input needs a policy with a cut head");
     // mu per op (topological order, as o), its mean per unit, then the quadratic in devices:
-    // row u, column k: -((D mu_u - (k + 0.5)) / s)^2 / 2.
-    const V z = nn::add(nn::linear(o, w_cut_, b_cut_),
-                        nn::linear(nn::gather_rows(x, in.features.topo), w_cut_x_, V()));  // (N, 1)
+    // row u, column k: -((D mu_u - (k + 0.5)) / s)^2 / 2. The skip's weights are read times
+    // kCutSkipGain: Adam moves each weight by about lr a step whatever its scale, and a feature
+    // in [0, 1] has to move mu by a whole position within tens of steps.
+    const V trunk = config_.cut_trunk ? o : nn::detach(o);
+    const V skip = nn::linear(nn::gather_rows(x, in.features.topo), w_cut_x_, V());
+    const V z = nn::add(nn::linear(trunk, w_cut_, b_cut_), nn::scale(skip, T(kCutSkipGain)));
     const V mu = nn::mul(nn::scatter_add_rows(z, in.unit_of_topo, in.num_units()),
                          V(in.unit_scale));  // (U, 1)
     const V dist = nn::sub(nn::scale(mu, static_cast<T>(in.num_devices)), V(in.cut_bins));

@@ -97,7 +97,7 @@ struct PolicyConfig {
   // needs (sim/lower_bound.h, memory_lower_bound_bytes) is masked: never sampled, never greedy.
   bool devices_used = false;
   // An ordinal cut head beside the device columns (decision "cut"; docs/policy.md, "The cut
-  // head"): one scalar per op, mu = w . o + w_x . x + b, where x is the op's input row (a
+  // head"): one scalar per op, mu = w . o + 10 w_x . x + b, where x is the op's input row (a
   // linear skip from the features), pooled per stage unit as the mean over its ops; the unit's
   // logit for device k of D is -((k + 0.5 - D mu) / s)^2 / 2, s a learned width in devices.
   // mu is a position in [0, 1] along the devices whatever D is, so the same output is a
@@ -106,6 +106,9 @@ struct PolicyConfig {
   // every decoder treat it as any other decision. Implied by decision "cut" and by a training
   // run whose `decisions` list it (rl/gdp/config.h).
   bool cut_head = false;
+  // Whether the cut head's loss trains the trunk (o) too; false: it reads o as it is, so
+  // training a cut leaves the op and stage readings as their own losses make them.
+  bool cut_trunk = false;
 
   // Strict: unknown keys, wrong types and impossible values are InputErrors naming `source`
   // and the key. Missing keys keep their defaults.

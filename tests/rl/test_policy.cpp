@@ -138,7 +138,7 @@ TEST_CASE("rl/gdp/policy cut head: a position per stage, the fold control expres
     const std::vector<int32_t> cols = policy.node_columns();
     const auto at = std::find(cols.begin(), cols.end(), static_cast<int32_t>(rl::feat::stage_fold));
     REQUIRE(at != cols.end());
-    v.data()[policy.params().find("cut.w_x")->offset + (at - cols.begin())] = 1;
+    v.data()[policy.params().find("cut.w_x")->offset + (at - cols.begin())] = 0.1f;  // x gain 10
   }
   for (const char* cluster : {"v100x4-nvlink", "v100x6-nvlink", "v100x8-nvlink"}) {
     INFO(cluster);
@@ -453,9 +453,10 @@ TEST_CASE(
     "[rl]") {
   const Graph g = test::two_chains();
   const Cluster c = test::full_mesh(3);
-  for (int variant = 0; variant < 7; ++variant) {
+  for (int variant = 0; variant < 8; ++variant) {
     rl::PolicyConfig cfg = test::tiny_config().policy;
-    cfg.cut_head = variant == 6;
+    cfg.cut_head = variant >= 6;
+    cfg.cut_trunk = variant == 7;
     if (variant == 4) {
       cfg.head = "position";
       cfg.head_hidden = 3;
@@ -473,11 +474,26 @@ TEST_CASE(
     cfg.lstm = variant == 3;
     INFO("attention " << cfg.attention << " superposition " << cfg.superposition << " lstm "
                       << cfg.lstm << " head " << cfg.head << " devices_used " << cfg.devices_used
-                      << " cut " << cfg.cut_head);
+                      << " cut " << cfg.cut_head << " trunk " << cfg.cut_trunk);
     rl::PolicyD policy(cfg, vocab_of(g), 11);
     const rl::PolicyInputD in = policy.prepare(g, c, CostModel(), cfg.cut_head ? "cut" : "");
+    // A cut head that does not train the trunk: its own parameters are checked, and the
+    // trunk's gradient from it is exactly zero.
+    const bool head_only = cfg.cut_head && !cfg.cut_trunk;
     std::vector<nn::VarD> params;
-    for (const auto& e : policy.params().entries()) params.push_back(e.var);
+    for (const auto& e : policy.params().entries())
+      if (!head_only || e.name.rfind("cut.", 0) == 0) params.push_back(e.var);
+    if (head_only) {
+      policy.params().zero_grad();
+      nn::backward(nn::sum(nn::slice(policy.forward(in), 1, 0, 3)));
+      double trunk = 0, head = 0;
+      for (const auto& e : policy.params().entries())
+        for (double gv : e.var.grad().to_vector())
+          (e.name.rfind("cut.", 0) == 0 ? head : trunk) += std::abs(gv);
+      CHECK(trunk == 0);
+      CHECK(head > 0);
+      policy.params().zero_grad();
+    }
     nn::GradcheckOptions opt;
     opt.tolerance = 1e-4;
     // The masked columns are constants; check the device columns the cluster has.
@@ -487,6 +503,6 @@ TEST_CASE(
     INFO(res.worst << " (checked " << res.checked << ", kinks skipped " << res.skipped_kinks
                    << ")");
     CHECK(res.passed);
-    CHECK(res.checked > 100);
+    CHECK(res.checked > (head_only ? 50 : 100));
   }
 }
