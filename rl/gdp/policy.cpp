@@ -166,10 +166,11 @@ BasicPolicy<T>::BasicPolicy(const PolicyConfig& config, OpVocabulary vocab, uint
     w_cg_ = params_.add_uniform("count.w_graph", {A, G}, 0.01 * bound(G), rng_);
   }
   if (c.cut_head) {  // last, so that the parameters before it are those of a policy without it
-    // mu starts at the middle of the devices for every unit, near-flat over a few devices
-    // around it (width s = 1 device), and nothing of the features reaches it yet.
+    // mu starts near the middle of the devices for every unit (b = 0.5; the skip's small
+    // random weights spread it by about one device on 8, which breaks the tie between a cut
+    // and its mirror image that a zero start would sit on), with a width of s = 1 device.
     w_cut_ = params_.add_uniform("cut.w", {1, D}, 0.01 * bound(D), rng_);
-    w_cut_x_ = params_.add_constant("cut.w_x", {1, 2 * F}, T(0));
+    w_cut_x_ = params_.add_uniform("cut.w_x", {1, 2 * F}, 0.002, rng_);
     b_cut_ = params_.add_constant("cut.b", {1}, T(0.5));
     log_cut_width_ = params_.add_constant("cut.log_width", {1}, T(0));
   }
@@ -258,7 +259,7 @@ BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c, co
   std::vector<T> mask(static_cast<size_t>(R) * A, T(0));
   for (int32_t u = 0; u < R; ++u)
     for (int32_t a = D; a < A; ++a) mask[static_cast<size_t>(u) * A + a] = T(kMaskLogit);
-  in.anchored = config_.anchor && D > 1 && c.devices_interchangeable() && !in.cut;
+  in.anchored = config_.anchor && D > 1 && c.devices_interchangeable();
   if (in.anchored)
     for (int32_t a = 1; a < D; ++a) mask[a] = T(kMaskLogit);  // unit 0: device 0 only
   if (in.devices_used) {  // no L whose devices 0..L-1 cannot hold what every placement holds

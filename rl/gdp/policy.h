@@ -160,8 +160,7 @@ class BasicPolicy {
   // ("op", "stage" or "cut"; empty: the config's) chooses what one decision places: the node
   // logits are the same, only their pooling into unit rows differs, so a policy trained with
   // one can be decoded with the other (zero-shot's option "decode"); "cut" reads the cut head
-  // (std::invalid_argument for a policy without one) over the stage units, never anchored (its
-  // columns are positions, not labels).
+  // (std::invalid_argument for a policy without one) over the stage units.
   BasicPolicyInput<T> prepare(const Graph& g, const Cluster& c, const CostModel& cost = CostModel(),
                               const std::string& decision = "") const;
   // Decision logits (R, A), masked beyond the cluster's devices: the U units' rows, then the

@@ -105,28 +105,32 @@ TEST_CASE("rl/gdp/policy cut head: a position per stage, the fold control expres
     const rl::PolicyInput in = policy.prepare(g, c, CostModel(), "cut");
     const rl::PolicyInput stages = policy.prepare(g, c, CostModel(), "stage");
     CHECK(in.cut);
-    CHECK_FALSE(in.anchored);  // its columns are positions: nothing to relabel
+    CHECK(in.anchored);  // unit 0 at position 0: a cut and its mirror image are one
     CHECK(in.num_units() == stages.num_units());
     CHECK(in.units.unit_of == stages.units.unit_of);
     nn::NoGradGuard no_grad;
     const nn::Tensor l = policy.forward(in).value();
     REQUIRE(l.shape() == nn::Shape{in.num_units(), 8});
     // Each row is a parabola over the devices, -(D mu - (k + 0.5))^2 / 2 at width 1: second
-    // differences of -1, and the masked slots beyond D.
-    for (int32_t u = 0; u < in.num_units(); ++u) {
+    // differences of -1, and the masked slots beyond D; the anchored unit 0 on device 0 only.
+    for (int32_t k = 1; k < 8; ++k) CHECK(l[k] < -1e8f);
+    for (int32_t u = 1; u < in.num_units(); ++u) {
       for (int32_t k = 1; k + 1 < D; ++k)
         CHECK(l[u * 8 + k + 1] - 2 * l[u * 8 + k] + l[u * 8 + k - 1] == Approx(-1).margin(1e-3));
       for (int32_t k = D; k < 8; ++k) CHECK(l[u * 8 + k] < -1e8f);
     }
     // Untrained, mu is near 0.5 for every unit: the middle devices, never all on one.
     const std::vector<int32_t> greedy = rl::greedy_actions(l);
-    for (int32_t a : greedy) CHECK(std::abs(a + 0.5 - D / 2.0) <= 1.0);
+    for (size_t u = 1; u < greedy.size(); ++u) CHECK(std::abs(greedy[u] + 0.5 - D / 2.0) <= 1.0);
   }
-  // mu = the op's fold coordinate: w_x on the raw stage_fold column, nothing else.
+  // mu = the op's fold coordinate: w_x on the raw stage_fold column, nothing else (no anchor:
+  // the control has none).
+  cfg.anchor = false;
+  rl::Policy fold_policy(cfg, vocab_of(g), 3);
   {
-    nn::Tensor v = policy.params().values();
+    nn::Tensor v = fold_policy.params().values();
     auto fill = [&](const char* name, float value) {
-      const auto* e = policy.params().find(name);
+      const auto* e = fold_policy.params().find(name);
       REQUIRE(e);
       int64_t n = 1;
       for (int64_t d : e->shape) n *= d;
@@ -135,18 +139,18 @@ TEST_CASE("rl/gdp/policy cut head: a position per stage, the fold control expres
     fill("cut.w", 0);
     fill("cut.b", 0);
     fill("cut.w_x", 0);
-    const std::vector<int32_t> cols = policy.node_columns();
+    const std::vector<int32_t> cols = fold_policy.node_columns();
     const auto at = std::find(cols.begin(), cols.end(), static_cast<int32_t>(rl::feat::stage_fold));
     REQUIRE(at != cols.end());
-    v.data()[policy.params().find("cut.w_x")->offset + (at - cols.begin())] = 0.1f;  // x gain 10
+    v.data()[fold_policy.params().find("cut.w_x")->offset + (at - cols.begin())] = 0.1f;  // gain 10
   }
   for (const char* cluster : {"v100x4-nvlink", "v100x6-nvlink", "v100x8-nvlink"}) {
     INFO(cluster);
     const Cluster c = read_cluster(cluster);
-    const rl::PolicyInput in = policy.prepare(g, c, CostModel(), "cut");
+    const rl::PolicyInput in = fold_policy.prepare(g, c, CostModel(), "cut");
     nn::NoGradGuard no_grad;
     const Placement p =
-        rl::placement_of(in, rl::greedy_actions(policy.forward(in).value()), 0);
+        rl::placement_of(in, rl::greedy_actions(fold_policy.forward(in).value()), 0);
     std::vector<double> fold(static_cast<size_t>(g.num_ops()));
     for (int32_t v = 0; v < g.num_ops(); ++v)
       fold[v] = in.features.x[static_cast<int64_t>(v) * rl::kNodeFeatures + rl::feat::stage_fold];
