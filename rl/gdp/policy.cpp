@@ -410,6 +410,14 @@ std::vector<int32_t> unit_actions(const Placement& p, const PolicyInput& in) {
 }
 
 std::vector<int32_t> encode_devices(std::vector<int32_t> d, const PolicyInput& in) {
+  if (in.cut && in.anchored) {  // positions: the devices renumbered in the order units use them
+    std::vector<int32_t> label(static_cast<size_t>(in.num_devices), -1);
+    int32_t next = 0;
+    for (int32_t& x : d) {
+      if (label[static_cast<size_t>(x)] < 0) label[static_cast<size_t>(x)] = next++;
+      x = label[static_cast<size_t>(x)];
+    }
+  }
   if (!in.devices_used) return d;
   const int64_t D = in.num_devices;
   int64_t L = 1;

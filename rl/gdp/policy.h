@@ -213,8 +213,10 @@ using PolicyInputD = BasicPolicyInput<double>;
 // an anchored input so that unit 0 is on label 0 (a relabeling has the same step time), then
 // encode_devices.
 std::vector<int32_t> unit_actions(const Placement& p, const PolicyInput& in);
-// Actions (R) for unit devices d (U, in the policy's label space): d itself, or with the
-// devices-used row its canonical latent form, the fewest devices L = 1 + max_u d_u and positions
+// Actions (R) for unit devices d (U, in the policy's label space): d itself (on an anchored cut
+// input, its devices renumbered in the order the units first use them: a placement's positions
+// along a cut, the same step on interchangeable devices, so that the targets of every graph
+// and of successive elites agree), or with the devices-used row its canonical latent form, the fewest devices L = 1 + max_u d_u and positions
 // a_u = ceil(d_u D / L), which decode back to d exactly (floor(a_u L / D) = d_u). So one
 // placement has one encoding (elites deduplicate on it) and imitating a one-GPU placement
 // teaches L = 1.

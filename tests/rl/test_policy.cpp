@@ -106,6 +106,9 @@ TEST_CASE("rl/gdp/policy cut head: a position per stage, the fold control expres
     const rl::PolicyInput stages = policy.prepare(g, c, CostModel(), "stage");
     CHECK(in.cut);
     CHECK(in.anchored);  // unit 0 at position 0: a cut and its mirror image are one
+    // Targets (elites, searches) in positions: devices renumbered in the order of first use.
+    CHECK(rl::encode_devices({2, 2, 0, 3, 0, 1}, in) == std::vector<int32_t>{0, 0, 1, 2, 1, 3});
+    CHECK(rl::encode_devices({2, 2, 0}, stages) == std::vector<int32_t>{2, 2, 0});  // labels
     CHECK(in.num_units() == stages.num_units());
     CHECK(in.units.unit_of == stages.units.unit_of);
     nn::NoGradGuard no_grad;
