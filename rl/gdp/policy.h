@@ -97,8 +97,9 @@ struct PolicyConfig {
   // needs (sim/lower_bound.h, memory_lower_bound_bytes) is masked: never sampled, never greedy.
   bool devices_used = false;
   // An ordinal cut head beside the device columns (decision "cut"; docs/policy.md, "The cut
-  // head"): one scalar per op, mu = w . o + 10 w_x . x + b, where x is the op's input row (a
-  // linear skip from the features), pooled per stage unit as the mean over its ops; the unit's
+  // head"): one scalar per op, mu = 0.1 w . o + 5 w_x . c + b, where c holds the op's
+  // structural coordinates (topological position, level, and the stage coordinates of its
+  // feature set: a linear skip), pooled per stage unit as the mean over its ops; the unit's
   // logit for device k of D is -((k + 0.5 - D mu) / s)^2 / 2, s a learned width in devices.
   // mu is a position in [0, 1] along the devices whatever D is, so the same output is a
   // contiguous cut on 2 or on 6 GPUs, and a network whose mu follows a stage coordinate places
@@ -131,6 +132,7 @@ struct BasicPolicyInput {
   bool devices_used = false;  // the logits' last row is the devices-used decision (PolicyConfig)
   bool cut = false;           // decision "cut": the unit rows come from the cut head
   nn::BasicTensor<T> cut_bins;  // (1, A) k + 0.5 for the devices k < D, 0 beyond (masked)
+  nn::BasicTensor<T> cut_x;     // (N, C) the structural coordinates the cut head's skip reads
   int32_t num_units() const { return units.num_units(); }
   // Decisions per placement (R): the units, and the devices-used row where there is one. The
   // actions of K samples are (K * R), sample-major.
@@ -144,6 +146,7 @@ struct BasicPolicyInput {
     mask = mask.to_device(device);
     if (device_x.numel() > 0) device_x = device_x.to_device(device);
     if (cut_bins.numel() > 0) cut_bins = cut_bins.to_device(device);
+    if (cut_x.numel() > 0) cut_x = cut_x.to_device(device);
   }
 };
 
@@ -196,8 +199,14 @@ class BasicPolicy {
   nn::BasicVar<T> w_out_, b_out_;               // (A, D), (A): the slots head
   nn::BasicVar<T> w_h1_, b_h1_, w_h2_, w_hb_;   // (H, P), (H), (D, H), (1, H): the position head
   nn::BasicVar<T> w_c_, b_c_, w_cg_;            // (A, D), (A), (A, G): the devices-used row
-  nn::BasicVar<T> w_cut_, w_cut_x_, b_cut_, log_cut_width_;  // (1, D), (1, 2F), (1), (1)
+  nn::BasicVar<T> w_cut_, w_cut_x_, b_cut_, log_cut_width_;  // (1, D), (1, C), (1), (1)
 };
+
+// The node feature columns (rl::feat) the cut head's skip reads under a feature set
+// (PolicyConfig::features): topo_pos and level; the stage coordinates from features 2 on; the
+// concurrency (stage_fold, stage_share) with features 4. Structural coordinates only: a cut is
+// a position along the graph's depth.
+std::vector<int32_t> cut_columns(int32_t features);
 
 // Copies every parameter of `from` into the parameter of the same name and shape in `to`;
 // returns how many were copied (a policy given a head its checkpoint lacks keeps that head's
