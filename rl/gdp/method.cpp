@@ -34,6 +34,7 @@ class GdpPlacer : public place::Placer {
         temperature_(o.number("temperature")),
         every_count_(o.boolean("every_count")),
         decode_(o.string("decode")),
+        allocate_(o.string("allocate")),
         fine_tune_(o.boolean("fine_tune")),
         config_(TrainConfig::from_json(o.object("config"), "method 'gdp': options.config")) {
     if (fine_tune_ && checkpoint_.empty())
@@ -138,11 +139,13 @@ class GdpPlacer : public place::Placer {
     // placement first; then, with every_count, the greedy labels read at every other device
     // count the memory bound allows (nearest the greedy count first, the decodings taking
     // turns; a placement already listed is skipped), in place of as many samples; then
-    // samples, split evenly between the decodings.
+    // samples, split between the decodings as `allocate` says (evenly by default).
     std::vector<Placement> ps;
     std::vector<std::string> from;
+    std::vector<size_t> source;  // the decoding of each candidate
     std::set<std::vector<int32_t>> seen;
     for (const Decoding& x : dec) {
+      source.push_back(static_cast<size_t>(&x - dec.data()));
       ps.push_back(placement_of(x.in, x.greedy, 0));
       from.push_back(x.decision + " decisions' greedy on " + std::to_string(x.greedy_used));
       seen.insert(ps.back().device);
@@ -176,6 +179,7 @@ class GdpPlacer : public place::Placer {
           Placement p = dec[i].in.units.expand(devices_at(dec[i].in, dec[i].greedy, L));
           if (!seen.insert(p.device).second) continue;
           ps.push_back(std::move(p));
+          source.push_back(i);
           from.push_back(dec[i].decision + " decisions' greedy on " + std::to_string(L));
           ++counts[i];
           ++total;
@@ -183,16 +187,45 @@ class GdpPlacer : public place::Placer {
       n -= total;
     }
     Rng rng(run.seed());
-    for (size_t i = 0; i < G; ++i) {
-      drawn[i] =
-          n / static_cast<int32_t>(G) + (static_cast<int32_t>(i) < n % static_cast<int32_t>(G));
-      const std::vector<int32_t> acts = sample_actions(dec[i].logits, drawn[i], rng, temperature_);
-      for (int32_t k = 0; k < drawn[i]; ++k) {
-        ps.push_back(placement_of(dec[i].in, acts, k));
+    std::vector<double> t = run.evaluate(ps);   // the greedy placements and their counts
+    auto draw = [&](size_t i, int32_t count) {  // count samples of decoding i, simulated
+      if (count <= 0) return;
+      const std::vector<int32_t> acts = sample_actions(dec[i].logits, count, rng, temperature_);
+      std::vector<Placement> batch;
+      for (int32_t k = 0; k < count; ++k) {
+        batch.push_back(placement_of(dec[i].in, acts, k));
         from.push_back(dec[i].decision + " decisions' sample");
+        source.push_back(i);
+      }
+      const std::vector<double> tb = run.evaluate(batch);
+      t.insert(t.end(), tb.begin(), tb.end());
+      for (Placement& p : batch) ps.push_back(std::move(p));
+      drawn[i] += count;
+    };
+    if (allocate_ == "even" || G == 1) {
+      for (size_t i = 0; i < G; ++i)
+        draw(i,
+             n / static_cast<int32_t>(G) + (static_cast<int32_t>(i) < n % static_cast<int32_t>(G)));
+    } else {
+      // "best": rounds of about n / 8 samples, one to each decoding in turn, then each next
+      // round to the decoding whose fastest candidate so far is the fastest (ties: the
+      // earlier one), so that the samples go where the network's reading is best.
+      const int32_t chunk = std::max(1, n / 8);
+      int32_t left = n;
+      for (size_t i = 0; i < G && left > 0; ++i) {
+        draw(i, std::min(chunk, left));
+        left -= std::min(chunk, left);
+      }
+      while (left > 0) {
+        std::vector<double> fastest(G, std::numeric_limits<double>::infinity());
+        for (size_t k = 0; k < t.size(); ++k)
+          if (std::isfinite(t[k])) fastest[source[k]] = std::min(fastest[source[k]], t[k]);
+        const size_t lead =
+            static_cast<size_t>(std::min_element(fastest.begin(), fastest.end()) - fastest.begin());
+        draw(lead, std::min(chunk, left));
+        left -= std::min(chunk, left);
       }
     }
-    const std::vector<double> t = run.evaluate(ps);
     int32_t raw_valid = 0;
     size_t best = 0;
     for (size_t k = 0; k < t.size(); ++k) {
@@ -251,6 +284,7 @@ class GdpPlacer : public place::Placer {
   double temperature_;
   bool every_count_;
   std::string decode_;
+  std::string allocate_;
   bool fine_tune_;
   TrainConfig config_;
 };
@@ -285,6 +319,11 @@ void gdp_places(place::Registry& r) {
                             "all (op, stage and, where the policy has a cut head, cut): each "
                             "reading's greedy placement and counts, and an even share of the "
                             "samples"),
+       place::string_option("allocate", "even", {"even", "best"},
+                            "zero-shot with several decodings: how the samples are split "
+                            "between them: even, or best (rounds of about N / 8, one to each "
+                            "decoding, then each round to the decoding whose fastest candidate "
+                            "so far is the fastest)"),
        place::boolean_option("fine_tune", false, "train from the checkpoint within the budget"),
        place::object_option("config", "training configuration (rl/gdp/config.h TrainConfig)")},
       true,

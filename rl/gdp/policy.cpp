@@ -31,7 +31,6 @@ constexpr double kMaskLogit = kMaskedLogit;  // rl/gdp/ppo.h
 constexpr double kCutTrunkGain = 0.1;
 constexpr double kCutSkipGain = 5;
 
-
 int32_t int_key(const StrictJson& sj, const nlohmann::json& j, const char* key, int32_t def,
                 int32_t lo, int32_t hi) {
   if (!j.contains(key)) return def;
@@ -52,11 +51,13 @@ std::vector<int32_t> cut_columns(int32_t features) {
 
 PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string& source) {
   StrictJson sj(source);
-  sj.check_keys(
-      j, "", {},
-      {"max_devices", "type_embedding", "width", "sage_layers", "attention", "lstm",
-       "attention_layers", "heads", "ffn", "segment", "memory", "superposition", "film_hidden",
-       "anchor", "features", "decision", "head", "head_hidden", "devices_used", "cut_head", "cut_trunk"});
+  sj.check_keys(j, "", {}, {"max_devices",      "type_embedding", "width",
+                            "sage_layers",      "attention",      "lstm",
+                            "attention_layers", "heads",          "ffn",
+                            "segment",          "memory",         "superposition",
+                            "film_hidden",      "anchor",         "features",
+                            "decision",         "head",           "head_hidden",
+                            "devices_used",     "cut_head",       "cut_trunk"});
   PolicyConfig c;
   c.max_devices = int_key(sj, j, "max_devices", c.max_devices, 1, 1024);
   c.type_embedding = int_key(sj, j, "type_embedding", c.type_embedding, 1, 4096);
@@ -76,8 +77,7 @@ PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string&
   if (j.contains("decision")) {
     c.decision = sj.string(j, "decision", "");
     if (c.decision != "op" && c.decision != "stage" && c.decision != "cut")
-      sj.fail("decision",
-              "expected \"op\", \"stage\" or \"cut\", got \"" + c.decision + "\"");
+      sj.fail("decision", "expected \"op\", \"stage\" or \"cut\", got \"" + c.decision + "\"");
   }
   if (j.contains("head")) {
     c.head = sj.string(j, "head", "");
@@ -379,7 +379,7 @@ nn::BasicVar<T> BasicPolicy<T>::forward(const BasicPolicyInput<T>& in) const {
     const V inv_var = nn::exp(nn::scale(log_cut_width_, T(-2)));  // 1 / s^2
     rows = nn::mul(nn::scale(nn::square(dist), T(-0.5)), inv_var);
   } else {
-    V node_logits;  // (N, A)
+    V node_logits;          // (N, A)
     if (w_h1_.defined()) {  // the position head: each device's output row from its features
       const V hid = nn::tanh(nn::linear(V(in.device_x), w_h1_, b_h1_));  // (A, H)
       const V w = nn::linear(hid, w_h2_, V());                           // (A, D)

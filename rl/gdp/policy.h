@@ -129,8 +129,8 @@ struct BasicPolicyInput {
   nn::BasicTensor<T> x, stats;        // features as T
   nn::BasicTensor<T> device_x;        // (A, P) the position head's device features (zeros else)
   int32_t num_devices = 0;
-  bool devices_used = false;  // the logits' last row is the devices-used decision (PolicyConfig)
-  bool cut = false;           // decision "cut": the unit rows come from the cut head
+  bool devices_used = false;    // the logits' last row is the devices-used decision (PolicyConfig)
+  bool cut = false;             // decision "cut": the unit rows come from the cut head
   nn::BasicTensor<T> cut_bins;  // (1, A) k + 0.5 for the devices k < D, 0 beyond (masked)
   nn::BasicTensor<T> cut_x;     // (N, C) the structural coordinates the cut head's skip reads
   int32_t num_units() const { return units.num_units(); }
@@ -225,10 +225,10 @@ std::vector<int32_t> unit_actions(const Placement& p, const PolicyInput& in);
 // Actions (R) for unit devices d (U, in the policy's label space): d itself (on an anchored cut
 // input, its devices renumbered in the order the units first use them: a placement's positions
 // along a cut, the same step on interchangeable devices, so that the targets of every graph
-// and of successive elites agree), or with the devices-used row its canonical latent form, the fewest devices L = 1 + max_u d_u and positions
-// a_u = ceil(d_u D / L), which decode back to d exactly (floor(a_u L / D) = d_u). So one
-// placement has one encoding (elites deduplicate on it) and imitating a one-GPU placement
-// teaches L = 1.
+// and of successive elites agree), or with the devices-used row its canonical latent form, the
+// fewest devices L = 1 + max_u d_u and positions a_u = ceil(d_u D / L), which decode back to d
+// exactly (floor(a_u L / D) = d_u). So one placement has one encoding (elites deduplicate on it)
+// and imitating a one-GPU placement teaches L = 1.
 std::vector<int32_t> encode_devices(std::vector<int32_t> d, const PolicyInput& in);
 // The unit devices (U) of sample k of actions (K * R): with the devices-used row, each unit's
 // position coarsened onto the sample's L devices, floor(a L / D).

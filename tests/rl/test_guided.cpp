@@ -8,6 +8,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <regex>
 #include <set>
 
 #include "core/io.h"
@@ -314,6 +315,36 @@ TEST_CASE("rl/zero-shot decodes op and stage decisions, and a rowless policy at 
   CHECK_THAT(masked.report.note,
              Contains("): greedy and 3 samples;") && Contains("): greedy and 2 samples;"));
   CHECK_THROWS_WITH(zs(pb, {{"decode", "layer"}}), Contains("decode"));
+  // "all" is op and stage for a policy without a cut head, which cannot be read as a cut.
+  CHECK(zs(pbs, {{"samples", 6}, {"decode", "all"}}).report.note == masked.report.note);
+  CHECK_THROWS_WITH(zs(pb, {{"decode", "cut"}}), Contains("cut head"));
+  // allocate "best": a first round of samples to each decoding (rounds of about a tenth of
+  // them), then each round to the decoding with the fastest candidate so far: deterministic,
+  // the same budget and the same candidates before the samples.
+  const place::PlaceResult even =
+      zs(pb, {{"samples", 20}, {"decode", "both"}, {"allocate", "even"}});
+  CHECK(zs(pb, {{"samples", 20}, {"decode", "both"}}).report.note == even.report.note);
+  const place::PlaceResult lead =
+      zs(pb, {{"samples", 20}, {"decode", "both"}, {"allocate", "best"}});
+  CHECK(lead.report.samples == 21);
+  CHECK(even.report.samples == 21);
+  CHECK(lead.report.note ==
+        zs(pb, {{"samples", 20}, {"decode", "both"}, {"allocate", "best"}}).report.note);
+  auto drawn = [](const std::string& note) {  // the samples each decoding drew
+    std::vector<int32_t> n;
+    const std::regex re("(\\d+) samples");
+    for (auto it = std::sregex_iterator(note.begin(), note.end(), re); it != std::sregex_iterator();
+         ++it)
+      n.push_back(std::stoi((*it)[1]));
+    return n;
+  };
+  const std::vector<int32_t> a = drawn(even.report.note), b = drawn(lead.report.note);
+  REQUIRE(a.size() == 2);
+  REQUIRE(b.size() == 2);
+  CHECK(a[0] + a[1] == b[0] + b[1]);
+  CHECK(std::abs(a[0] - a[1]) <= 1);  // even
+  CHECK(std::min(b[0], b[1]) >= 1);   // every decoding sampled at least once
+  CHECK_THROWS_WITH(zs(pb, {{"allocate", "most"}}), Contains("allocate"));
 }
 
 // The regression issue 27 started from (a shipped policy that placed held-out graphs worse

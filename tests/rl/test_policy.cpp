@@ -63,7 +63,8 @@ TEST_CASE("rl/gdp/policy config: defaults, round trip, strict keys", "[rl]") {
   CHECK(!d.cut_head);  // checkpoints without the key have no cut head
   CHECK_THAT(err(R"({"cut_head": "yes"})"), Contains("cut_head"));
   CHECK_THAT(err(R"({"decision": "layer"})"), Contains("decision") && Contains("cut"));
-  const auto cut = rl::PolicyConfig::from_json(nlohmann::json::parse(R"({"decision": "cut"})"), "c");
+  const auto cut =
+      rl::PolicyConfig::from_json(nlohmann::json::parse(R"({"decision": "cut"})"), "c");
   CHECK(cut.cut_head);  // implied by its decision
   CHECK(rl::PolicyConfig::from_json(nlohmann::json::parse(cut.to_json().dump()), "x").cut_head);
 }
