@@ -5,9 +5,10 @@
 # For each suite (default: holdout, smoke, pipedream, torchvision where its graphs exist;
 # "outside" is runs/outside/suite.json, made by scripts/scrub_suite.py) it runs `gdp compare`
 # with human, the stage-cut control, anneal at 2,000 samples, and the policy zero-shot four
-# ways: its own greedy placement alone (zsg), the greedy placements of both decodings, per op
-# and per stage (zsgb), the best of 64 candidates under its own decisions (own) and the best
-# of 64 under both (zs, the default of the gdp method), and writes OUT_DIR/<suite>.txt (the
+# ways: its own greedy placement alone (zsg), the greedy placements of every decoding, per op,
+# per stage and, with a cut head, per cut (zsgb), the best of 64 candidates under its own
+# decisions (own) and the best of 64 under every decoding (zs, decode "all", the default of the
+# gdp method; for a policy without a cut head the same as "both"), and writes OUT_DIR/<suite>.txt (the
 # table) and OUT_DIR/<suite>.json (the records). Each zero-shot candidate is the network's own
 # output (repaired only when none fits: docs/placement.md). GDP_EVAL_ANNEAL=0 and
 # GDP_EVAL_STAGECUT=0 leave those columns out.
