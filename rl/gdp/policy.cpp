@@ -57,7 +57,8 @@ PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string&
                             "segment",          "memory",         "superposition",
                             "film_hidden",      "anchor",         "features",
                             "decision",         "head",           "head_hidden",
-                            "devices_used",     "cut_head",       "cut_trunk"});
+                            "devices_used",     "cut_head",       "cut_trunk",
+                            "cut_width"});
   PolicyConfig c;
   c.max_devices = int_key(sj, j, "max_devices", c.max_devices, 1, 1024);
   c.type_embedding = int_key(sj, j, "type_embedding", c.type_embedding, 1, 4096);
@@ -88,6 +89,7 @@ PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string&
   c.devices_used = bool_key(sj, j, "devices_used", c.devices_used);
   c.cut_head = bool_key(sj, j, "cut_head", c.cut_head) || c.decision == "cut";
   c.cut_trunk = bool_key(sj, j, "cut_trunk", c.cut_trunk);
+  c.cut_width = int_key(sj, j, "cut_width", c.cut_width, 0, 8192);
   if (c.width % c.heads != 0)
     sj.fail("heads", "expected a divisor of width " + std::to_string(c.width) + ", got " +
                          std::to_string(c.heads));
@@ -117,6 +119,7 @@ nlohmann::ordered_json PolicyConfig::to_json() const {
   j["devices_used"] = devices_used;
   j["cut_head"] = cut_head;
   j["cut_trunk"] = cut_trunk;
+  j["cut_width"] = cut_width;
   return j;
 }
 
@@ -184,7 +187,15 @@ BasicPolicy<T>::BasicPolicy(const PolicyConfig& config, OpVocabulary vocab, uint
     // mu starts near the middle of the devices for every unit (b = 0.5; the skip's small
     // random weights spread it by about one device on 8, which breaks the tie between a cut
     // and its mirror image that a zero start would sit on), with a width of s = 1 device.
-    w_cut_ = params_.add_uniform("cut.w", {1, D}, bound(D), rng_);
+    const int32_t Wc = c.cut_width > 0 ? c.cut_width : D;  // what the readout w reads
+    if (c.cut_width > 0) {  // an encoder of its own: input layer and GraphSAGE, no attention
+      w_cut_in_ = params_.add_uniform("cut.in.w", {Wc, 2 * F}, bound(2 * F), rng_);
+      b_cut_in_ = params_.add_uniform("cut.in.b", {Wc}, bound(2 * F), rng_);
+      w_cut_g_ = params_.add_uniform("cut.in.w_graph", {Wc, G}, bound(G), rng_);
+      sage_cut_ = std::make_unique<nn::BasicSageEncoder<T>>(
+          params_, "cut.sage", nn::SageConfig{Wc, Wc, c.sage_layers, true}, rng_);
+    }
+    w_cut_ = params_.add_uniform("cut.w", {1, Wc}, bound(Wc), rng_);
     const int64_t C = static_cast<int64_t>(cut_columns(c.features).size());
     w_cut_x_ = params_.add_uniform("cut.w_x", {1, C}, 0.01, rng_);
     b_cut_ = params_.add_constant("cut.b", {1}, T(0.5));
@@ -337,31 +348,35 @@ template <typename T>
 nn::BasicVar<T> BasicPolicy<T>::forward(const BasicPolicyInput<T>& in) const {
   using V = nn::BasicVar<T>;
   const V x(in.x), stats(in.stats);
-  const V e = nn::embedding(type_table_, in.features.op_type);
-  // Graph statistics enter every node as a learned bias (broadcast over the rows).
-  const V h0 = nn::relu(
-      nn::add(nn::linear(nn::concat<T>({x, e}, 1), w_in_, b_in_), nn::linear(stats, w_g_, V())));
-  const V h = sage_->forward(h0, in.features.adj);
-  // The graph embedding (superposition) sees the raw node embeddings; the attention sees them
-  // standardized over the graph's ops (mean 0, variance 1 per channel): without this the
-  // embeddings share a large common component, every op gets nearly the same logits and the
-  // policy can only learn one device preference for all (measured: docs/policy.md).
-  const V film = film_ ? film_->forward(h) : V();
-  const V centered = nn::sub(h, nn::mean(h, 0, true));
-  const V spread = nn::sqrt(nn::add_scalar(nn::mean(nn::square(centered), 0, true), T(1e-5)));
-  const V ht = nn::gather_rows(nn::div(centered, spread), in.features.topo);
+  // The cut head with an encoder of its own reads no trunk (unless a devices-used row does).
+  const bool own_cut = in.cut && sage_cut_;
   V o;
-  if (xl_) {
-    o = xl_->forward(ht, film);
-  } else if (lstm_) {  // one step per node, in topological order
-    const int64_t n = ht.value().dim(0);
-    std::vector<V> xs(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) xs[static_cast<size_t>(i)] = nn::slice(ht, 0, i, i + 1);
-    o = nn::concat(nn::lstm_sequence(*lstm_, xs).hs, 0);
-    if (film.defined()) o = nn::film_modulate(o, film, 0);
-  } else {
-    o = nn::relu(nn::linear(ht, w_m_, b_m_));
-    if (film.defined()) o = nn::film_modulate(o, film, 0);
+  if (!own_cut || w_c_.defined()) {
+    const V e = nn::embedding(type_table_, in.features.op_type);
+    // Graph statistics enter every node as a learned bias (broadcast over the rows).
+    const V h0 = nn::relu(
+        nn::add(nn::linear(nn::concat<T>({x, e}, 1), w_in_, b_in_), nn::linear(stats, w_g_, V())));
+    const V h = sage_->forward(h0, in.features.adj);
+    // The graph embedding (superposition) sees the raw node embeddings; the attention sees them
+    // standardized over the graph's ops (mean 0, variance 1 per channel): without this the
+    // embeddings share a large common component, every op gets nearly the same logits and the
+    // policy can only learn one device preference for all (measured: docs/policy.md).
+    const V film = film_ ? film_->forward(h) : V();
+    const V centered = nn::sub(h, nn::mean(h, 0, true));
+    const V spread = nn::sqrt(nn::add_scalar(nn::mean(nn::square(centered), 0, true), T(1e-5)));
+    const V ht = nn::gather_rows(nn::div(centered, spread), in.features.topo);
+    if (xl_) {
+      o = xl_->forward(ht, film);
+    } else if (lstm_) {  // one step per node, in topological order
+      const int64_t n = ht.value().dim(0);
+      std::vector<V> xs(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) xs[static_cast<size_t>(i)] = nn::slice(ht, 0, i, i + 1);
+      o = nn::concat(nn::lstm_sequence(*lstm_, xs).hs, 0);
+      if (film.defined()) o = nn::film_modulate(o, film, 0);
+    } else {
+      o = nn::relu(nn::linear(ht, w_m_, b_m_));
+      if (film.defined()) o = nn::film_modulate(o, film, 0);
+    }
   }
   V rows;  // (U, A)
   if (in.cut) {
@@ -369,7 +384,17 @@ nn::BasicVar<T> BasicPolicy<T>::forward(const BasicPolicyInput<T>& in) const {
       throw std::invalid_argument("policy forward: a \"cut\" input needs a policy with a cut head");
     // mu per op (topological order, as o), its mean per unit, then the quadratic in devices:
     // row u, column k: -((D mu_u - (k + 0.5)) / s)^2 / 2. The gains: kCutTrunkGain above.
-    const V trunk = config_.cut_trunk ? o : nn::detach(o);
+    V trunk;
+    if (own_cut) {  // its own input layer and GraphSAGE, standardized over the graph's ops
+      const V h0c =
+          nn::relu(nn::add(nn::linear(x, w_cut_in_, b_cut_in_), nn::linear(stats, w_cut_g_, V())));
+      const V hc = sage_cut_->forward(h0c, in.features.adj);
+      const V cc = nn::sub(hc, nn::mean(hc, 0, true));
+      const V sc = nn::sqrt(nn::add_scalar(nn::mean(nn::square(cc), 0, true), T(1e-5)));
+      trunk = nn::gather_rows(nn::div(cc, sc), in.features.topo);
+    } else {
+      trunk = config_.cut_trunk ? o : nn::detach(o);
+    }
     const V z = nn::add(nn::scale(nn::linear(trunk, w_cut_, V()), T(kCutTrunkGain)),
                         nn::add(nn::scale(nn::linear(V(in.cut_x), w_cut_x_, V()), T(kCutSkipGain)),
                                 b_cut_));  // (N, 1)

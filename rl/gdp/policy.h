@@ -110,6 +110,10 @@ struct PolicyConfig {
   // Whether the cut head's loss trains the trunk (o) too; false: it reads o as it is, so
   // training a cut leaves the op and stage readings as their own losses make them.
   bool cut_trunk = false;
+  // > 0: the cut head reads an encoder of its own (an input layer and sage_layers of GraphSAGE,
+  // this wide, no attention) instead of the trunk, so that it learns what it needs without
+  // moving the op and stage readings; 0: it reads the trunk's output.
+  int32_t cut_width = 0;
 
   // Strict: unknown keys, wrong types and impossible values are InputErrors naming `source`
   // and the key. Missing keys keep their defaults.
@@ -200,6 +204,8 @@ class BasicPolicy {
   nn::BasicVar<T> w_h1_, b_h1_, w_h2_, w_hb_;   // (H, P), (H), (D, H), (1, H): the position head
   nn::BasicVar<T> w_c_, b_c_, w_cg_;            // (A, D), (A), (A, G): the devices-used row
   nn::BasicVar<T> w_cut_, w_cut_x_, b_cut_, log_cut_width_;  // (1, D), (1, C), (1), (1)
+  nn::BasicVar<T> w_cut_in_, b_cut_in_, w_cut_g_;  // the cut head's own encoder (cut_width)
+  std::unique_ptr<nn::BasicSageEncoder<T>> sage_cut_;
 };
 
 // The node feature columns (rl::feat) the cut head's skip reads under a feature set

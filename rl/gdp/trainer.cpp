@@ -54,12 +54,13 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
     // placements (seed_elites) and, with fine_tune_warm_start, the heuristics' (not cloned).
     if (!config_.fine_tune_warm_start) config_.warm_start.clear();
     config_.imitation_steps = 0;
-    const bool cut_trunk = config_.policy.cut_trunk;
+    const PolicyConfig own = config_.policy;
     config_.policy = init->config();
     if (!config_.fine_tune_decision.empty()) config_.policy.decision = config_.fine_tune_decision;
     if (!config_.policy.cut_head && (cut || config_.policy.decision == "cut")) {
       config_.policy.cut_head = true;  // a head the checkpoint lacks: this run's options for it
-      config_.policy.cut_trunk = cut_trunk;
+      config_.policy.cut_trunk = own.cut_trunk;
+      config_.policy.cut_width = own.cut_width;
     }
     policy_ = std::make_unique<Policy>(config_.policy, init->vocabulary(), seed);
     copy_parameters_by_name(init->params(), policy_->params());  // a new cut head keeps its start

@@ -461,10 +461,11 @@ TEST_CASE(
     "[rl]") {
   const Graph g = test::two_chains();
   const Cluster c = test::full_mesh(3);
-  for (int variant = 0; variant < 8; ++variant) {
+  for (int variant = 0; variant < 9; ++variant) {
     rl::PolicyConfig cfg = test::tiny_config().policy;
     cfg.cut_head = variant >= 6;
     cfg.cut_trunk = variant == 7;
+    cfg.cut_width = variant == 8 ? 3 : 0;
     if (variant == 4) {
       cfg.head = "position";
       cfg.head_hidden = 3;
@@ -482,7 +483,8 @@ TEST_CASE(
     cfg.lstm = variant == 3;
     INFO("attention " << cfg.attention << " superposition " << cfg.superposition << " lstm "
                       << cfg.lstm << " head " << cfg.head << " devices_used " << cfg.devices_used
-                      << " cut " << cfg.cut_head << " trunk " << cfg.cut_trunk);
+                      << " cut " << cfg.cut_head << " trunk " << cfg.cut_trunk << " own width "
+                      << cfg.cut_width);
     rl::PolicyD policy(cfg, vocab_of(g), 11);
     const rl::PolicyInputD in = policy.prepare(g, c, CostModel(), cfg.cut_head ? "cut" : "");
     // A cut head that does not train the trunk: its own parameters are checked, and the
