@@ -4,24 +4,28 @@
 #   scripts/pretrain.sh                 train runs/pretrain (or resume it), then package it
 #   scripts/pretrain.sh --package RUN   package an existing `gdp train --suite` run only
 #
-# Training, in two phases over datasets/suites/pretrain.json (no holdout.json, smoke.json or
+# Training, in three phases over datasets/suites/pretrain.json (no holdout.json, smoke.json or
 # pipedream.json graph), seed 1, 2 threads (docs/ppo.md, "Regimes"):
 #   1. RUN-op: the transfer regime (the default of `gdp train --suite`: plain PPO, one decision
 #      per op, features 4), 100 iterations;
-#   2. RUN: 30 iterations more from RUN-op's policy (--init) with each graph trained under both
-#      decisions, per op and per stage (config "decisions": ["op", "stage"]).
+#   2. RUN-joint: 30 iterations more from RUN-op's policy (--init) with each graph trained under
+#      both decisions, per op and per stage (config "decisions": ["op", "stage"]);
+#   3. RUN: 300 iterations more from RUN-joint's policy with a cut head of its own encoder
+#      ("decisions": ["cut"], "cut_width": 32; docs/policy.md, "The cut head"): only the head
+#      trains, so the op and stage readings are phase 2's.
 # At the commit in pretrained.json the same commands give the same checkpoint. GDP_PRETRAIN_ARGS
 # adds flags to both phases; GDP_PRETRAIN_COMMIT names the commit of the binary that trained a
 # packaged run (default HEAD). Packaging keeps config.json, the last checkpoint (parameters and
 # Adam state), a state.json that names it, summary.json when the run finished, and
 # pretrained.json: the suite, the commands, the commit, samples, iterations and wall time of
-# both phases. Takes about 36 minutes on 2 cores (22 + 14).
+# every phase. Takes about 38 minutes on 2 cores (22 + 14 + 2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GDP=${GDP:-./build/gdp}
 SAMPLES=${GDP_PRETRAIN_SAMPLES:-65641}
 ITERATIONS=${GDP_PRETRAIN_ITERATIONS:-100}    # phase 1: 100 iterations, 65,641 samples
 JOINT_ITERATIONS=${GDP_PRETRAIN_JOINT_ITERATIONS:-30}  # phase 2 (0: phase 1 only)
+CUT_ITERATIONS=${GDP_PRETRAIN_CUT_ITERATIONS:-300}     # phase 3 (0: phases 1 and 2 only)
 OUT=models/gdp-pretrained
 
 # Runs one phase: DIR finished is kept, DIR with a checkpoint resumed, else COMMAND trains it.
@@ -43,16 +47,26 @@ if [ "${1:-}" = "--package" ]; then
 else
   RUN=${1:-runs/pretrain}
   OP_RUN=$RUN-op
-  [ "$JOINT_ITERATIONS" = 0 ] && OP_RUN=$RUN
+  JOINT_RUN=$RUN-joint
+  [ "$CUT_ITERATIONS" = 0 ] && JOINT_RUN=$RUN
+  [ "$JOINT_ITERATIONS" = 0 ] && OP_RUN=$JOINT_RUN
   COMMAND="$GDP train --suite datasets/suites/pretrain.json --out $OP_RUN --samples $SAMPLES --seed 1 --iterations $ITERATIONS ${GDP_PRETRAIN_ARGS:-}"
   phase "$OP_RUN" "$COMMAND"
   if [ "$JOINT_ITERATIONS" != 0 ]; then
     JOINT_CONFIG=$OP_RUN/joint.config.json
     echo '{"regime": "transfer", "policy": {"features": 4}, "decisions": ["op", "stage"]}' > "$JOINT_CONFIG"
     # --samples does not bind (30 iterations take about 39,000); 200,000 is the shipped run's.
-    JOINT="$GDP train --suite datasets/suites/pretrain.json --out $RUN --samples 200000 --seed 1 --iterations $JOINT_ITERATIONS --config $JOINT_CONFIG --init $OP_RUN ${GDP_PRETRAIN_ARGS:-}"
-    phase "$RUN" "$JOINT"
+    JOINT="$GDP train --suite datasets/suites/pretrain.json --out $JOINT_RUN --samples 200000 --seed 1 --iterations $JOINT_ITERATIONS --config $JOINT_CONFIG --init $OP_RUN ${GDP_PRETRAIN_ARGS:-}"
+    phase "$JOINT_RUN" "$JOINT"
     COMMAND="$COMMAND; then $JOINT, where $JOINT_CONFIG holds $(cat "$JOINT_CONFIG")"
+  fi
+  if [ "$CUT_ITERATIONS" != 0 ]; then
+    CUT_CONFIG=$JOINT_RUN/cut.config.json
+    echo '{"regime": "transfer", "policy": {"features": 4, "cut_width": 32}, "decisions": ["cut"]}' > "$CUT_CONFIG"
+    # --samples does not bind (300 iterations take about 200,000).
+    CUT="$GDP train --suite datasets/suites/pretrain.json --out $RUN --samples 4000000 --seed 1 --iterations $CUT_ITERATIONS --config $CUT_CONFIG --init $JOINT_RUN ${GDP_PRETRAIN_ARGS:-}"
+    phase "$RUN" "$CUT"
+    COMMAND="$COMMAND; then $CUT, where $CUT_CONFIG holds $(cat "$CUT_CONFIG")"
   fi
 fi
 

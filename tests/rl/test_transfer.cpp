@@ -291,6 +291,47 @@ TEST_CASE("rl/decisions: a cut head added over a checkpoint, trained beside the 
              Contains("decisions[0]") && Contains("\"cut\""));
 }
 
+// A cut head with an encoder of its own (cut_width), trained alone ("decisions": ["cut"]) over
+// a checkpoint: the head learns and every other parameter stays bit for bit, so the op and
+// stage readings of the checkpoint are unchanged.
+TEST_CASE("rl/decisions: a cut head of its own trains alone, the rest of the network unchanged",
+          "[rl]") {
+  const Graph g = test::small_rnnlm();
+  const Cluster c = read_cluster("v100x4-nvlink");
+  rl::TrainConfig cfg = test::tiny_config();
+  cfg.policy.features = 4;
+  rl::Trainer op(cfg, {rl::TrainGraph{"rnn", &g, &c, nullptr}}, CostModel(), 2);
+  op.step();
+  rl::TrainConfig cut = test::tiny_config();
+  cut.decisions = {"cut"};
+  cut.policy.cut_width = 6;
+  cut.keep_reference = false;
+  rl::Trainer t(cut, {rl::TrainGraph{"rnn", &g, &c, nullptr}}, CostModel(), 3, &op.policy());
+  REQUIRE(t.policy().config().cut_head);
+  CHECK(t.policy().config().cut_width == 6);
+  REQUIRE(t.num_graphs() == 1);
+  const nn::Tensor before = t.policy().params().values().clone();
+  for (int i = 0; i < 3; ++i) t.step();
+  const nn::Tensor after = t.policy().params().values();
+  bool trunk_same = true, head_moved = false;
+  for (const auto& e : t.policy().params().entries()) {
+    int64_t n = 1;
+    for (int64_t d : e.shape) n *= d;
+    const bool head = e.name.rfind("cut.", 0) == 0;
+    for (int64_t i = e.offset; i < e.offset + n; ++i) {
+      if (!head) trunk_same = trunk_same && before.data()[i] == after.data()[i];
+      if (head) head_moved = head_moved || before.data()[i] != after.data()[i];
+    }
+  }
+  CHECK(trunk_same);
+  CHECK(head_moved);
+  CHECK(t.policy().params().find("cut.sage0.w"));
+  // The op reading of the trained policy equals the checkpoint's.
+  nn::NoGradGuard no_grad;
+  const rl::PolicyInput a = op.policy().prepare(g, c), b = t.policy().prepare(g, c);
+  CHECK(op.policy().forward(a).value().to_vector() == t.policy().forward(b).value().to_vector());
+}
+
 TEST_CASE("rl/fine-tuning a stage policy into op decisions: same network, finer decisions",
           "[rl]") {
   const Graph g = test::small_rnnlm();
