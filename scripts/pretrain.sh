@@ -13,12 +13,13 @@
 #   3. RUN: 300 iterations more from RUN-joint's policy with a cut head of its own encoder
 #      ("decisions": ["cut"], "cut_width": 32; docs/policy.md, "The cut head"): only the head
 #      trains, so the op and stage readings are phase 2's.
-# At the commit in pretrained.json the same commands give the same checkpoint. GDP_PRETRAIN_ARGS
-# adds flags to both phases; GDP_PRETRAIN_COMMIT names the commit of the binary that trained a
+# At the commits in pretrained.json the same commands give the same checkpoint. GDP_PRETRAIN_ARGS
+# adds flags to every phase; GDP_PRETRAIN_COMMIT names the commit of the binary that trained a
 # packaged run (default HEAD). Packaging keeps config.json, the last checkpoint (parameters and
 # Adam state), a state.json that names it, summary.json when the run finished, and
 # pretrained.json: the suite, the commands, the commit, samples, iterations and wall time of
-# every phase. Takes about 38 minutes on 2 cores (22 + 14 + 2).
+# every phase (a run that started from a packaged policy, --init models/gdp-pretrained, takes
+# the phases that policy's pretrained.json lists). Takes about 40 minutes on 2 cores (22 + 14 + 4).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GDP=${GDP:-./build/gdp}
@@ -88,13 +89,26 @@ json.dump({"format": "gdp-train-state", "version": 1, "iteration": state["iterat
           open(os.path.join(tmp, "state.json"), "w"), indent=1)
 if os.path.exists(os.path.join(run, "summary.json")):
     shutil.copy(os.path.join(run, "summary.json"), tmp)
-# The phases: this run, and the run it started from (--init), when that one is a suite run too.
-phases = [(run, state, cfg)]
-while phases[0][2].get("init") and os.path.exists(os.path.join(phases[0][2]["init"], "state.json")):
-    d = phases[0][2]["init"]
-    phases.insert(0, (d, json.load(open(os.path.join(d, "state.json"))),
-                      json.load(open(os.path.join(d, "config.json")))))
-samples = sum(g["samples"] for _, st, _ in phases for g in st["graphs"])
+# The phases: this run, and the run it started from (--init), when that one is a suite run too;
+# a packaged policy (its pretrained.json) as the start contributes the phases it lists.
+def phase_info(d, st, c):
+    return {"run": d, "decisions": c["train"].get("decisions", []) or
+            [c["train"]["policy"]["decision"]], "iterations": st["iteration"],
+            "samples": sum(g["samples"] for g in st["graphs"]), "wall_s": round(st["wall_s"], 1)}
+phases, c = [phase_info(run, state, cfg)], cfg
+while c.get("init"):
+    d = c["init"]
+    if os.path.exists(os.path.join(d, "pretrained.json")):
+        packaged = json.load(open(os.path.join(d, "pretrained.json")))
+        for ph in packaged["phases"]:
+            ph.setdefault("commit", packaged.get("commit", "unknown"))
+        phases = packaged["phases"] + phases
+        break
+    if not os.path.exists(os.path.join(d, "state.json")):
+        break
+    c = json.load(open(os.path.join(d, "config.json")))
+    phases.insert(0, phase_info(d, json.load(open(os.path.join(d, "state.json"))), c))
+samples = sum(ph["samples"] for ph in phases)
 commit = os.environ.get("GDP_PRETRAIN_COMMIT", "")  # the binary's commit, when not HEAD
 if not commit:
     try:
@@ -102,14 +116,13 @@ if not commit:
                                 check=True).stdout.strip()
     except Exception:
         commit = "unknown"
+for ph in phases:
+    ph.setdefault("commit", commit)
 info = {"format": "gdp-pretrained", "version": 1, "suite": cfg["suite"], "seed": cfg["seed"],
         "command": command, "reproduce": "scripts/pretrain.sh (at the commit below)",
-        "commit": commit, "iterations": sum(st["iteration"] for _, st, _ in phases),
-        "samples": samples, "wall_s": round(sum(st["wall_s"] for _, st, _ in phases), 1),
-        "phases": [{"run": d, "decisions": c["train"].get("decisions", []) or
-                    [c["train"]["policy"]["decision"]], "iterations": st["iteration"],
-                    "samples": sum(g["samples"] for g in st["graphs"]),
-                    "wall_s": round(st["wall_s"], 1)} for d, st, c in phases],
+        "commit": commit, "iterations": sum(ph["iterations"] for ph in phases),
+        "samples": samples, "wall_s": round(sum(ph["wall_s"] for ph in phases), 1),
+        "phases": phases,
         "packaged": time.strftime("%Y-%m-%d")}
 json.dump(info, open(os.path.join(tmp, "pretrained.json"), "w"), indent=1)
 readme = os.path.join(out, "README.md")
