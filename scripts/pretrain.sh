@@ -53,21 +53,23 @@ else
   [ "$JOINT_ITERATIONS" = 0 ] && OP_RUN=$JOINT_RUN
   COMMAND="$GDP train --suite datasets/suites/pretrain.json --out $OP_RUN --samples $SAMPLES --seed 1 --iterations $ITERATIONS ${GDP_PRETRAIN_ARGS:-}"
   phase "$OP_RUN" "$COMMAND"
+  # A phase from the previous one's policy (--init) under CONFIG_JSON, written to CONFIG_FILE.
+  # --samples does not bind (30 joint iterations take about 39,000, 300 cut iterations about
+  # 200,000); the values are the shipped run's.
+  later_phase() {
+    local dir=$1 init=$2 iterations=$3 samples=$4 config_file=$5 config_json=$6
+    echo "$config_json" > "$config_file"
+    local cmd="$GDP train --suite datasets/suites/pretrain.json --out $dir --samples $samples --seed 1 --iterations $iterations --config $config_file --init $init ${GDP_PRETRAIN_ARGS:-}"
+    phase "$dir" "$cmd"
+    COMMAND="$COMMAND; then $cmd, where $config_file holds $config_json"
+  }
   if [ "$JOINT_ITERATIONS" != 0 ]; then
-    JOINT_CONFIG=$OP_RUN/joint.config.json
-    echo '{"regime": "transfer", "policy": {"features": 4}, "decisions": ["op", "stage"]}' > "$JOINT_CONFIG"
-    # --samples does not bind (30 iterations take about 39,000); 200,000 is the shipped run's.
-    JOINT="$GDP train --suite datasets/suites/pretrain.json --out $JOINT_RUN --samples 200000 --seed 1 --iterations $JOINT_ITERATIONS --config $JOINT_CONFIG --init $OP_RUN ${GDP_PRETRAIN_ARGS:-}"
-    phase "$JOINT_RUN" "$JOINT"
-    COMMAND="$COMMAND; then $JOINT, where $JOINT_CONFIG holds $(cat "$JOINT_CONFIG")"
+    later_phase "$JOINT_RUN" "$OP_RUN" "$JOINT_ITERATIONS" 200000 "$OP_RUN/joint.config.json" \
+      '{"regime": "transfer", "policy": {"features": 4}, "decisions": ["op", "stage"]}'
   fi
   if [ "$CUT_ITERATIONS" != 0 ]; then
-    CUT_CONFIG=$JOINT_RUN/cut.config.json
-    echo '{"regime": "transfer", "policy": {"features": 4, "cut_width": 32}, "decisions": ["cut"]}' > "$CUT_CONFIG"
-    # --samples does not bind (300 iterations take about 200,000).
-    CUT="$GDP train --suite datasets/suites/pretrain.json --out $RUN --samples 4000000 --seed 1 --iterations $CUT_ITERATIONS --config $CUT_CONFIG --init $JOINT_RUN ${GDP_PRETRAIN_ARGS:-}"
-    phase "$RUN" "$CUT"
-    COMMAND="$COMMAND; then $CUT, where $CUT_CONFIG holds $(cat "$CUT_CONFIG")"
+    later_phase "$RUN" "$JOINT_RUN" "$CUT_ITERATIONS" 4000000 "$JOINT_RUN/cut.config.json" \
+      '{"regime": "transfer", "policy": {"features": 4, "cut_width": 32}, "decisions": ["cut"]}'
   fi
 fi
 
