@@ -40,6 +40,17 @@ bool bool_key(const StrictJson& sj, const nlohmann::json& j, const char* key, bo
   return j.contains(key) ? sj.boolean(j, key, "") : def;
 }
 
+// Rows standardized per channel over the graph's ops (mean 0, variance 1), then reordered to
+// topological order: what the attention and the cut head's own encoder read.
+template <typename T>
+nn::BasicVar<T> standardized_in_topo_order(const nn::BasicVar<T>& h,
+                                           const std::vector<int64_t>& topo) {
+  const nn::BasicVar<T> centered = nn::sub(h, nn::mean(h, 0, true));
+  const nn::BasicVar<T> spread =
+      nn::sqrt(nn::add_scalar(nn::mean(nn::square(centered), 0, true), T(1e-5)));
+  return nn::gather_rows(nn::div(centered, spread), topo);
+}
+
 }  // namespace
 
 std::vector<int32_t> cut_columns(int32_t features) {
@@ -362,9 +373,7 @@ nn::BasicVar<T> BasicPolicy<T>::forward(const BasicPolicyInput<T>& in) const {
     // embeddings share a large common component, every op gets nearly the same logits and the
     // policy can only learn one device preference for all (measured: docs/policy.md).
     const V film = film_ ? film_->forward(h) : V();
-    const V centered = nn::sub(h, nn::mean(h, 0, true));
-    const V spread = nn::sqrt(nn::add_scalar(nn::mean(nn::square(centered), 0, true), T(1e-5)));
-    const V ht = nn::gather_rows(nn::div(centered, spread), in.features.topo);
+    const V ht = standardized_in_topo_order(h, in.features.topo);
     if (xl_) {
       o = xl_->forward(ht, film);
     } else if (lstm_) {  // one step per node, in topological order
@@ -388,10 +397,8 @@ nn::BasicVar<T> BasicPolicy<T>::forward(const BasicPolicyInput<T>& in) const {
     if (own_cut) {  // its own input layer and GraphSAGE, standardized over the graph's ops
       const V h0c =
           nn::relu(nn::add(nn::linear(x, w_cut_in_, b_cut_in_), nn::linear(stats, w_cut_g_, V())));
-      const V hc = sage_cut_->forward(h0c, in.features.adj);
-      const V cc = nn::sub(hc, nn::mean(hc, 0, true));
-      const V sc = nn::sqrt(nn::add_scalar(nn::mean(nn::square(cc), 0, true), T(1e-5)));
-      trunk = nn::gather_rows(nn::div(cc, sc), in.features.topo);
+      trunk =
+          standardized_in_topo_order(sage_cut_->forward(h0c, in.features.adj), in.features.topo);
     } else {
       trunk = config_.cut_trunk ? o : nn::detach(o);
     }

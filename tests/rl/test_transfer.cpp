@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <map>
+#include <memory>
 
 #include "core/error.h"
 #include "nn/autograd.h"
@@ -237,28 +238,36 @@ TEST_CASE("rl/fine-tuning keeps its start: no cloning over a checkpoint", "[rl]"
   CHECK(warm.run(0).samples() - warm_before >= cfg.samples_per_iteration + 2);
 }
 
+// An op-decision checkpoint over features 4, one iteration on the small RNNLM: what the cut
+// head tests add a head to.
+std::unique_ptr<rl::Trainer> op_checkpoint(const Graph& g, const Cluster& c) {
+  rl::TrainConfig cfg = test::tiny_config();
+  cfg.policy.features = 4;
+  auto op = std::make_unique<rl::Trainer>(
+      cfg, std::vector<rl::TrainGraph>{{"rnn", &g, &c, nullptr}}, CostModel(), 2);
+  op->step();
+  return op;
+}
+
 // Decisions "cut" (PolicyConfig::cut_head): the cut head trains beside the device columns; over
 // a checkpoint that lacks it, the run adds the head and keeps every other parameter.
 TEST_CASE("rl/decisions: a cut head added over a checkpoint, trained beside the op decisions",
           "[rl]") {
   const Graph g = test::small_rnnlm();
   const Cluster c = read_cluster("v100x4-nvlink");
-  rl::TrainConfig cfg = test::tiny_config();
-  cfg.policy.features = 4;
-  rl::Trainer op(cfg, {rl::TrainGraph{"rnn", &g, &c, nullptr}}, CostModel(), 2);
-  op.step();
-  CHECK_FALSE(op.policy().config().cut_head);
+  const std::unique_ptr<rl::Trainer> op = op_checkpoint(g, c);
+  CHECK_FALSE(op->policy().config().cut_head);
   const auto j = nlohmann::json::parse(R"({"decisions": ["op", "cut"]})");
   CHECK(rl::TrainConfig::from_json(j, "c.json").policy.cut_head);  // implied by the decisions
   rl::TrainConfig joint = test::tiny_config();  // plain PPO: no warm start, no elites
   joint.decisions = {"op", "cut"};
   joint.keep_reference = false;  // every placement simulated is the policy's own
-  rl::Trainer t(joint, {rl::TrainGraph{"rnn", &g, &c, nullptr}}, CostModel(), 3, &op.policy());
+  rl::Trainer t(joint, {rl::TrainGraph{"rnn", &g, &c, nullptr}}, CostModel(), 3, &op->policy());
   CHECK(t.policy().config().cut_head);
   REQUIRE(t.num_graphs() == 2);
   CHECK(t.graph(1).name == "rnn@cut");
   // Every parameter of the checkpoint carried over, the head at its initial values.
-  const nn::Tensor a = op.policy().params().values();
+  const nn::Tensor a = op->policy().params().values();
   const nn::Tensor b = t.policy().params().values();
   REQUIRE(b.numel() > a.numel());
   bool same = true;
@@ -298,15 +307,12 @@ TEST_CASE("rl/decisions: a cut head of its own trains alone, the rest of the net
           "[rl]") {
   const Graph g = test::small_rnnlm();
   const Cluster c = read_cluster("v100x4-nvlink");
-  rl::TrainConfig cfg = test::tiny_config();
-  cfg.policy.features = 4;
-  rl::Trainer op(cfg, {rl::TrainGraph{"rnn", &g, &c, nullptr}}, CostModel(), 2);
-  op.step();
+  const std::unique_ptr<rl::Trainer> op = op_checkpoint(g, c);
   rl::TrainConfig cut = test::tiny_config();
   cut.decisions = {"cut"};
   cut.policy.cut_width = 6;
   cut.keep_reference = false;
-  rl::Trainer t(cut, {rl::TrainGraph{"rnn", &g, &c, nullptr}}, CostModel(), 3, &op.policy());
+  rl::Trainer t(cut, {rl::TrainGraph{"rnn", &g, &c, nullptr}}, CostModel(), 3, &op->policy());
   REQUIRE(t.policy().config().cut_head);
   CHECK(t.policy().config().cut_width == 6);
   REQUIRE(t.num_graphs() == 1);
@@ -328,8 +334,8 @@ TEST_CASE("rl/decisions: a cut head of its own trains alone, the rest of the net
   CHECK(t.policy().params().find("cut.sage0.w"));
   // The op reading of the trained policy equals the checkpoint's.
   nn::NoGradGuard no_grad;
-  const rl::PolicyInput a = op.policy().prepare(g, c), b = t.policy().prepare(g, c);
-  CHECK(op.policy().forward(a).value().to_vector() == t.policy().forward(b).value().to_vector());
+  const rl::PolicyInput a = op->policy().prepare(g, c), b = t.policy().prepare(g, c);
+  CHECK(op->policy().forward(a).value().to_vector() == t.policy().forward(b).value().to_vector());
 }
 
 TEST_CASE("rl/fine-tuning a stage policy into op decisions: same network, finer decisions",
