@@ -389,6 +389,27 @@ NodeFeatures featurize(const Graph& g, const Cluster& c, const OpVocabulary& voc
     row[feat::stage_fold] = static_cast<float>(sc.by_fold[v]);
     row[feat::stage_share] = static_cast<float>(sc.share[v]);
   }
+  // The critical path over op times: top (longest path before the op starts) forward in
+  // topological order, bottom (from its start to the end) backward.
+  std::vector<double> top(N, 0), bottom(N, 0);
+  for (const int32_t v : f.topo)
+    for (int64_t j = st.in_ptr[v]; j < st.in_ptr[v + 1]; ++j)
+      top[v] = std::max(top[v], top[st.src[j]] + op_time[st.src[j]]);
+  double longest = 0;
+  for (auto it = f.topo.rbegin(); it != f.topo.rend(); ++it) {
+    const int32_t v = static_cast<int32_t>(*it);
+    bottom[v] += op_time[v];  // bottom[v] held the most over its successors
+    longest = std::max(longest, top[v] + bottom[v]);
+    for (int64_t j = st.in_ptr[v]; j < st.in_ptr[v + 1]; ++j)
+      bottom[st.src[j]] = std::max(bottom[st.src[j]], bottom[v]);
+  }
+  for (int32_t v = 0; v < N; ++v) {
+    float* row = x + static_cast<int64_t>(v) * kNodeFeatures;
+    const double t = longest > 0 ? top[v] / longest : 0, b = longest > 0 ? bottom[v] / longest : 0;
+    row[feat::crit_top] = static_cast<float>(t);
+    row[feat::crit_bottom] = static_cast<float>(b);
+    row[feat::crit_slack] = static_cast<float>(longest > 0 ? std::clamp(1 - t - b, 0.0, 1.0) : 0);
+  }
   const Links links = links_of(c);
   double comm_s = 0;
   for (int32_t v = 0; v < N; ++v) {

@@ -48,7 +48,7 @@ class OpVocabulary {
   std::unordered_map<std::string, int32_t> index_;  // type -> 1..V-1
 };
 
-constexpr int32_t kNodeFeatures = 43;   // K: width of NodeFeatures::x
+constexpr int32_t kNodeFeatures = 46;   // K: width of NodeFeatures::x
 constexpr int32_t kGraphFeatures = 22;  // G: width of NodeFeatures::graph_stats
 // The first feature set (policies trained before the stage coordinates, PolicyConfig
 // features 1) reads only the leading columns: the columns added since are appended.
@@ -59,7 +59,8 @@ constexpr int32_t kNodeFeaturesV2 = 39;
 constexpr int32_t kGraphFeaturesV2 = 20;
 // "features": 3 reads the first 41 node columns (the links, before the concurrency) and all
 // graph columns; "features": 4 reads the first 39 (features 2's) and the concurrency columns,
-// and features 2's graph columns (policy.h, PolicyConfig::features).
+// and features 2's graph columns (policy.h, PolicyConfig::features); "features": 5 reads
+// features 4's columns and the critical-path columns, and features 2's graph columns.
 constexpr int32_t kNodeFeaturesV3 = 41;
 
 // Column indices of NodeFeatures::x (docs/policy.md has the transforms).
@@ -111,6 +112,11 @@ enum NodeColumn : int32_t {
   // Concurrency of the op's stage rank (place/stages.h), features 4:
   stage_fold,   // midpoint of the rank in the cumulative time of the ranks concurrent with it
   stage_share,  // the rank's time over its concurrent ranks' time, (0, 1]
+  // The critical path over op times (cost_time), features 5: where the op lies on the longest
+  // path through it, over the graph's longest path P.
+  crit_top,     // longest path of op times before the op starts / P, [0, 1]
+  crit_bottom,  // longest path from the op's start to the end, its own time included / P
+  crit_slack,   // 1 - (crit_top + crit_bottom): how far the op can slip without lengthening P
   kNodeCount
 };
 enum GraphColumn : int32_t {

@@ -56,7 +56,8 @@ nn::BasicVar<T> standardized_in_topo_order(const nn::BasicVar<T>& h,
 std::vector<int32_t> cut_columns(int32_t features) {
   std::vector<int32_t> c{feat::topo_pos, feat::level};
   if (features >= 2) c.insert(c.end(), {feat::stage_time, feat::stage_memory, feat::stage_rank});
-  if (features == 4) c.insert(c.end(), {feat::stage_fold, feat::stage_share});
+  if (features >= 4) c.insert(c.end(), {feat::stage_fold, feat::stage_share});
+  if (features >= 5) c.push_back(feat::crit_top);
   return c;
 }
 
@@ -85,7 +86,7 @@ PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string&
   c.superposition = bool_key(sj, j, "superposition", c.superposition);
   c.film_hidden = int_key(sj, j, "film_hidden", c.film_hidden, 1, 65536);
   c.anchor = bool_key(sj, j, "anchor", c.anchor);
-  c.features = int_key(sj, j, "features", c.features, 1, 4);
+  c.features = int_key(sj, j, "features", c.features, 1, 5);
   if (j.contains("decision")) {
     c.decision = sj.string(j, "decision", "");
     if (c.decision != "op" && c.decision != "stage" && c.decision != "cut")
@@ -141,10 +142,12 @@ std::vector<int32_t> BasicPolicy<T>::node_columns() const {
                                                 : kNodeFeaturesV2;
   std::vector<int32_t> cols(static_cast<size_t>(first));
   std::iota(cols.begin(), cols.end(), 0);
-  if (config_.features == 4) {
+  if (config_.features >= 4) {
     cols.push_back(feat::stage_fold);
     cols.push_back(feat::stage_share);
   }
+  if (config_.features >= 5)
+    cols.insert(cols.end(), {feat::crit_top, feat::crit_bottom, feat::crit_slack});
   return cols;
 }
 

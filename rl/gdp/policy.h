@@ -75,7 +75,9 @@ struct PolicyConfig {
   // first 41 node columns and every graph column (the links' cost too: without it a
   // policy cannot tell NVLink from PCIe); 4, features 2's and the concurrency of each op's
   // stage rank (stage_fold, stage_share: what a cut needs to run an RNN's wavefront on every
-  // device, place/stages.h).
+  // device, place/stages.h); 5, features 4's and the critical path over op times (crit_top,
+  // crit_bottom, crit_slack: which ops can run beside the longest path, as list schedulers
+  // such as m-etf use it).
   int32_t features = 1;
   // What one decision places: "op", a colocation unit (a group or a lone op); "stage", every
   // op of one structural stage rank (place/stages.h: a parameter group and the ops that hang
@@ -182,7 +184,7 @@ class BasicPolicy {
   std::vector<int32_t> node_columns() const;
   int32_t graph_width() const {
     return config_.features == 1                            ? kGraphFeaturesV1
-           : config_.features == 2 || config_.features == 4 ? kGraphFeaturesV2
+           : config_.features == 2 || config_.features >= 4 ? kGraphFeaturesV2
                                                             : kGraphFeatures;
   }
   nn::BasicParameterBuffer<T>& params() { return params_; }
@@ -210,7 +212,8 @@ class BasicPolicy {
 
 // The node feature columns (rl::feat) the cut head's skip reads under a feature set
 // (PolicyConfig::features): topo_pos and level; the stage coordinates from features 2 on; the
-// concurrency (stage_fold, stage_share) with features 4. Structural coordinates only: a cut is
+// concurrency (stage_fold, stage_share) from features 4 on; crit_top with features 5.
+// Structural coordinates only: a cut is
 // a position along the graph's depth.
 std::vector<int32_t> cut_columns(int32_t features);
 

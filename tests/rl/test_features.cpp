@@ -176,6 +176,10 @@ TEST_CASE("rl/features every column of a hand-built op matches its formula", "[r
   const double a_out = 53760 + 53760 + 16;
   want[feat::out_comm_time] = lg(comm(a_out), 1e-6);
   want[feat::comm_ratio] = lg(comm(a_out) / 1e-3, 1);
+  // a -> b -> c -> d is the one longest path: a starts it, nothing can slip.
+  want[feat::crit_top] = 0;
+  want[feat::crit_bottom] = 1;
+  want[feat::crit_slack] = 0;
   CHECK(f.stage_rank == sc.rank);
   CHECK(f.num_stage_ranks == sc.num_ranks);
   for (int32_t k = 0; k < kNodeFeatures; ++k) {
@@ -265,6 +269,36 @@ TEST_CASE("rl/features every column of a hand-built op matches its formula", "[r
   CHECK(entries == 4);
   CHECK(f.adj->num_nodes() == 4);
   CHECK(f.topo == std::vector<int64_t>{0, 1, 2, 3});
+}
+
+TEST_CASE("rl/features critical path: top, bottom and slack on a diamond", "[rl]") {
+  // s (1 ms) -> l (3 ms) -> t (1 ms) and s -> h (1 ms) -> t: the longest path is s l t, 5 ms.
+  Graph g;
+  g.name = "diamond";
+  const std::pair<const char*, double> ops[] = {{"s", 1e-3}, {"l", 3e-3}, {"h", 1e-3}, {"t", 1e-3}};
+  for (int32_t v = 0; v < 4; ++v) {
+    Op op;
+    op.id = v;
+    op.name = ops[v].first;
+    op.type = "Relu";
+    op.outputs = {tensor({4}, 16)};
+    op.measured = {{"*", ops[v].second}};
+    g.add_op(op);
+  }
+  g.add_edge(0, 0, 1, 16);
+  g.add_edge(0, 0, 2, 16);
+  g.add_edge(1, 0, 3, 16);
+  g.add_edge(2, 0, 3, 16);
+  g.finalize();
+  const NodeFeatures f =
+      featurize(g, make_cluster_preset("v100x2-nvlink"), OpVocabulary::from_graphs({&g}));
+  const double want[4][3] = {{0, 1, 0}, {0.2, 0.8, 0}, {0.2, 0.4, 0.4}, {0.8, 0.2, 0}};
+  for (int32_t v = 0; v < 4; ++v) {
+    INFO("op " << ops[v].first);
+    CHECK(at(f.x, v, feat::crit_top) == Approx(want[v][0]));
+    CHECK(at(f.x, v, feat::crit_bottom) == Approx(want[v][1]));
+    CHECK(at(f.x, v, feat::crit_slack) == Approx(want[v][2]).margin(1e-6));
+  }
 }
 
 TEST_CASE("rl/features vocabulary: frequency order, unknown slot, cap", "[rl]") {
@@ -426,6 +460,12 @@ TEST_CASE("rl/features are finite and bounded on every smoke-suite graph", "[rl]
       for (int32_t k = feat::phase_forward; k <= feat::phase_update; ++k) phase += f.x.at({i, k});
       for (int32_t k = feat::class_matmul; k <= feat::class_other; ++k) cls += f.x.at({i, k});
       if (phase != 1 || cls != 1) FAIL("op " << i << ": one-hot sums " << phase << ", " << cls);
+      // The critical-path columns are fractions of the longest path, and every op's path
+      // through it is no longer than it.
+      const float top = f.x.at({i, feat::crit_top}), bottom = f.x.at({i, feat::crit_bottom});
+      if (!(top >= 0 && bottom >= 0 && top + bottom <= 1 + 1e-5f &&
+            std::abs(1 - top - bottom - f.x.at({i, feat::crit_slack})) < 1e-5f))
+        FAIL("op " << i << ": critical path " << top << " + " << bottom);
     }
     for (int64_t k : f.op_type) CHECK((k > 0 && k < v.size()));
     const auto& topo = g.topo_order();

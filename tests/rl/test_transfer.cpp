@@ -64,7 +64,7 @@ TEST_CASE("rl/transfer regime: the preset, keys that override it, a strict round
   };
   CHECK_THAT(err(R"({"regime": "fast"})"), Contains("c.json: regime") && Contains("transfer"));
   CHECK_THAT(err(R"({"policy": {"decision": "layer"}})"), Contains("decision"));
-  CHECK_THAT(err(R"({"policy": {"features": 5}})"), Contains("features"));
+  CHECK_THAT(err(R"({"policy": {"features": 6}})"), Contains("features"));
   CHECK_THAT(err(R"({"type_dropout": 1.5})"), Contains("type_dropout"));
 }
 
@@ -116,6 +116,19 @@ TEST_CASE("rl/stage decisions: one decision per stage rank, a rank's ops on one 
     CHECK(in4.x.data()[v * 2 * F4 + rl::kNodeFeaturesV2] == row[rl::feat::stage_fold]);
     CHECK(in4.x.data()[v * 2 * F4 + rl::kNodeFeaturesV2 + 1] == row[rl::feat::stage_share]);
     CHECK(in4.x.data()[v * 2 * F4 + rl::feat::stage_rank] == row[rl::feat::stage_rank]);
+  }
+  // The fifth: the fourth's columns, then the critical-path columns.
+  old.features = 5;
+  rl::Policy v5(old, rl::OpVocabulary::from_graphs({&g}), 3);
+  const rl::PolicyInput in5 = v5.prepare(g, c);
+  const int64_t F5 = F4 + 3;
+  REQUIRE(in5.x.dim(1) == 2 * F5);
+  CHECK(in5.stats.dim(1) == rl::kGraphFeaturesV2);
+  for (int32_t v = 0; v < g.num_ops(); v += 17) {
+    const float* row = in5.features.x.data() + static_cast<int64_t>(v) * rl::kNodeFeatures;
+    CHECK(in5.x.data()[v * 2 * F5 + F4 - 1] == row[rl::feat::stage_share]);
+    CHECK(in5.x.data()[v * 2 * F5 + F4] == row[rl::feat::crit_top]);
+    CHECK(in5.x.data()[v * 2 * F5 + F4 + 2] == row[rl::feat::crit_slack]);
   }
 }
 
