@@ -213,8 +213,7 @@ class BasicPolicy {
 // The node feature columns (rl::feat) the cut head's skip reads under a feature set
 // (PolicyConfig::features): topo_pos and level; the stage coordinates from features 2 on; the
 // concurrency (stage_fold, stage_share) from features 4 on; crit_top with features 5.
-// Structural coordinates only: a cut is
-// a position along the graph's depth.
+// Structural coordinates only: a cut is a position along the graph's depth.
 std::vector<int32_t> cut_columns(int32_t features);
 
 // Copies every parameter of `from` into the parameter of the same name and shape in `to`;
