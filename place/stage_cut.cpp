@@ -35,6 +35,7 @@ class StageCutPlacer : public Placer {
     const std::vector<double>& key = coordinate_ == "memory" ? sc.by_memory
                                      : coordinate_ == "rank" ? sc.by_rank
                                      : coordinate_ == "fold" ? sc.by_fold
+                                     : coordinate_ == "width" ? sc.by_width
                                                              : sc.by_time;
     const int32_t lo = stages_ > 0 ? stages_ : 1, hi = stages_ > 0 ? stages_ : D;
     int32_t raw_valid = 0, repaired = 0, tried = 0;
@@ -76,9 +77,10 @@ MethodInfo stage_cut_method() {
       "stage-cut",
       "control: contiguous stages of the structural stage coordinate (place/stages.h), the best "
       "stage count, memory repaired",
-      {string_option("coordinate", "time", {"time", "memory", "rank", "fold"},
-                     "the coordinate cut: cumulative op time, cumulative memory, rank, or the "
-                     "fold (cumulative time among concurrent ranks)"),
+      {string_option("coordinate", "time", {"time", "memory", "rank", "fold", "width"},
+                     "the coordinate cut: cumulative op time, cumulative memory, rank, the "
+                     "fold (cumulative time among concurrent ranks), or the width (parallel "
+                     "branches side by side)"),
        integer_option("stages", 0, 0, 65535, "stages (one per device); 0 tries 1..devices"),
        boolean_option("repair", true, "move units off over-full devices (place/repair.h)")},
       true,

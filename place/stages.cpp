@@ -97,6 +97,16 @@ std::vector<int32_t> forward_levels(const Graph& g) {
   return level;
 }
 
+// Whether each forward op computes on an input from outside its colocation unit (not a
+// variable, its read or a constant, which sit at the lowest levels whatever layer reads them).
+std::vector<char> computes_forward(const Graph& g, const Units& units) {
+  std::vector<char> c(g.num_ops(), 0);
+  for (const Edge& e : g.edges())
+    if (g.op(e.dst).phase == Phase::forward && units.unit_of[e.src] != units.unit_of[e.dst])
+      c[e.dst] = 1;
+  return c;
+}
+
 struct Concurrency {
   std::vector<double> fold, share;  // (R)
 };
@@ -104,7 +114,8 @@ struct Concurrency {
 // The fold coordinate and the time share of each rank among the ranks concurrent with it
 // (stages.h). level (N): forward_levels(g); rank_time (R): each rank's time, all phases. A rank
 // without a forward op that computes is alone: fold 0.5, share 1.
-Concurrency concurrency(const Graph& g, const Units& units, const std::vector<int32_t>& level,
+Concurrency concurrency(const Graph& g, const std::vector<char>& computes,
+                        const std::vector<int32_t>& level,
                         const std::vector<int32_t>& rank, size_t R,
                         const std::vector<double>& op_time_s,
                         const std::vector<double>& rank_time) {
@@ -115,17 +126,11 @@ Concurrency concurrency(const Graph& g, const Units& units, const std::vector<in
   for (double t : op_time_s)
     if (t > 0) tiny = std::min(tiny, t);
   if (!std::isfinite(tiny)) tiny = 1;
-  // The spans count the ops that compute on inputs from outside their colocation unit: not
-  // a variable, its read or a constant, which sit at the lowest levels whatever layer reads
-  // them.
+  // The spans count the forward ops that compute (computes_forward).
   std::vector<std::vector<std::pair<int32_t, double>>> levels(R);
-  for (int32_t v = 0; v < N; ++v) {
-    if (g.op(v).phase != Phase::forward) continue;
-    bool computes = false;
-    for (int64_t k = g.in_ptr()[v]; k < g.in_ptr()[v + 1] && !computes; ++k)
-      computes = units.unit_of[g.edges()[g.in_edge_ids()[k]].src] != units.unit_of[v];
-    if (computes) levels[rank[v]].push_back({level[v], std::max(op_time_s[v], tiny)});
-  }
+  for (int32_t v = 0; v < N; ++v)
+    if (g.op(v).phase == Phase::forward && computes[v])
+      levels[rank[v]].push_back({level[v], std::max(op_time_s[v], tiny)});
   std::vector<double> q25(R, -1), q50(R, -1), q75(R, -1);
   for (size_t r = 0; r < R; ++r) {
     auto& x = levels[r];
@@ -192,6 +197,76 @@ Concurrency concurrency(const Graph& g, const Units& units, const std::vector<in
     c.share[r] = static_cast<double>(weight[r]) / static_cast<double>(active_time);
   }
   return c;
+}
+
+// Midpoint of each forward op's branch interval (stages.h, by_width); NaN for other ops.
+// computes: computes_forward(g, units); the intervals an op gives the ops it feeds count as
+// from a source when it does not compute.
+std::vector<double> branch_midpoints(const Graph& g, const std::vector<char>& computes,
+                                     const std::vector<double>& op_time_s) {
+  const int32_t N = g.num_ops();
+  auto forward = [&](int32_t v) { return g.op(v).phase == Phase::forward; };
+  const auto& edges = g.edges();
+  // Forward successors, deduplicated, in topological order of the successor.
+  std::vector<int32_t> pos(N);
+  for (int32_t k = 0; k < N; ++k) pos[g.topo_order()[k]] = k;
+  std::vector<std::vector<int32_t>> succ(N);
+  for (int32_t v = 0; v < N; ++v) {
+    if (!forward(v)) continue;
+    for (int64_t k = g.out_ptr()[v]; k < g.out_ptr()[v + 1]; ++k) {
+      const int32_t d = edges[g.out_edge_ids()[k]].dst;
+      if (d != v && forward(d)) succ[v].push_back(d);
+    }
+    auto& s = succ[v];
+    std::sort(s.begin(), s.end(), [&](int32_t a, int32_t b) { return pos[a] < pos[b]; });
+    s.erase(std::unique(s.begin(), s.end()), s.end());
+  }
+  // Longest path of op times from each forward op to the end of the forward pass.
+  std::vector<double> tail(N, 0);
+  for (auto it = g.topo_order().rbegin(); it != g.topo_order().rend(); ++it) {
+    const int32_t v = *it;
+    if (!forward(v)) continue;
+    double after = 0;
+    for (int32_t d : succ[v]) after = std::max(after, tail[d]);
+    tail[v] = op_time_s[v] + after;
+  }
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  // What an op's inputs give it: from ops that compute, and from forward sources.
+  std::vector<double> lo(N, kInf), hi(N, -kInf), lo_src(N, kInf), hi_src(N, -kInf);
+  std::vector<double> mid(N, std::numeric_limits<double>::quiet_NaN());
+  for (int32_t v : g.topo_order()) {
+    if (!forward(v)) continue;
+    double a = 0, z = 1;
+    if (lo[v] <= hi[v]) {
+      a = lo[v];
+      z = hi[v];
+    } else if (lo_src[v] <= hi_src[v]) {
+      a = lo_src[v];
+      z = hi_src[v];
+    }
+    mid[v] = 0.5 * (a + z);
+    const auto& s = succ[v];
+    if (s.empty()) continue;
+    double total = 0;
+    for (int32_t d : s) total += tail[d];
+    double x = a;
+    for (size_t k = 0; k < s.size(); ++k) {
+      const double share = total > 0 ? tail[s[k]] / total : 1.0 / static_cast<double>(s.size());
+      const double y = k + 1 == s.size() ? z : x + (z - a) * share;
+      const int32_t d = s[k];
+      if (!computes[v]) {  // the narrowest (a graph input's share, not a weight's whole)
+        if (!(lo_src[d] <= hi_src[d]) || y - x < hi_src[d] - lo_src[d]) {
+          lo_src[d] = x;
+          hi_src[d] = y;
+        }
+      } else {
+        lo[d] = std::min(lo[d], x);
+        hi[d] = std::max(hi[d], y);
+      }
+      x = y;
+    }
+  }
+  return mid;
 }
 
 }  // namespace
@@ -319,13 +394,24 @@ StageCoordinates stage_coordinates(const Graph& g, const std::vector<double>& op
   }
   const std::vector<double> mid_time = rank_midpoints(time);
   const std::vector<double> mid_memory = rank_midpoints(memory);
-  const Concurrency con = concurrency(g, units, level, rank, R, op_time_s, time);
+  const std::vector<char> computes = computes_forward(g, units);
+  const Concurrency con = concurrency(g, computes, level, rank, R, op_time_s, time);
   sc.by_time.resize(N);
   sc.by_memory.resize(N);
   sc.by_rank.resize(N);
   sc.by_fold.resize(N);
   sc.share.resize(N);
+  const std::vector<double> branch = branch_midpoints(g, computes, op_time_s);
+  std::vector<double> width_sum(R, 0);
+  std::vector<int32_t> width_count(R, 0);
+  for (int32_t v = 0; v < N; ++v)
+    if (forward(v) && computes[v]) {
+      width_sum[rank[v]] += branch[v];
+      ++width_count[rank[v]];
+    }
+  sc.by_width.resize(N);
   for (int32_t v = 0; v < N; ++v) {
+    sc.by_width[v] = width_count[rank[v]] > 0 ? std::clamp(width_sum[rank[v]] / width_count[rank[v]], 0.0, 1.0) : 0.5;
     sc.by_time[v] = mid_time[rank[v]];
     sc.by_memory[v] = mid_memory[rank[v]];
     sc.by_rank[v] = (rank[v] + 0.5) / static_cast<double>(R);

@@ -49,6 +49,17 @@ struct StageCoordinates {
   // concurrent ranks' time, (0, 1] (1: nothing runs beside it).
   std::vector<double> by_fold;  // (N)
   std::vector<double> share;    // (N)
+  // Branches, from forward edges: every forward op holds an interval of [0, 1] (one fed by no
+  // forward op holds all of it); an op whose output feeds several forward ops splits its
+  // interval among them in topological order, each successor's share proportional to its
+  // longest path of op times to the end of the forward pass; an op takes the smallest interval
+  // holding what its inputs that compute give it (a join takes back what its branches split);
+  // an op fed only by ops that do not compute (a graph input, a variable's read: no input from
+  // outside their colocation unit) takes the narrowest they give. by_width: the mean over a
+  // rank's forward ops that compute of their intervals' midpoints (0.5 for a rank without
+  // one), in [0, 1]. Parallel branches (an Inception block's towers, a NAS cell's operations)
+  // read apart, a chain reads 0.5, and backward and update ops read as their rank.
+  std::vector<double> by_width;  // (N)
 };
 
 // O(N log N + E) (the concurrency sorts each rank's levels); deterministic. op_time_s (N):

@@ -29,7 +29,7 @@ constexpr std::array<const char*, kNodeFeatures> kNodeColumns = {
     "level",          "has_group",         "group_size",      "unit_resident_frac",
     "stage_time",     "stage_memory",      "stage_rank",      "out_comm_time",
     "comm_ratio",     "stage_fold",        "stage_share",     "crit_top",
-    "crit_bottom",    "crit_slack"};
+    "crit_bottom",    "crit_slack",        "stage_width"};
 constexpr std::array<const char*, kGraphFeatures> kGraphColumns = {
     "ops",           "edges",         "mean_degree",
     "depth",         "depth_frac",    "flops",
@@ -39,7 +39,7 @@ constexpr std::array<const char*, kGraphFeatures> kGraphColumns = {
     "frac_grouped",  "units_frac",    "frac_measured",
     "device_memory", "stage_ranks",   "link_bandwidth",
     "comm_ratio"};
-static_assert(feat::crit_slack == kNodeFeatures - 1);
+static_assert(feat::stage_width == kNodeFeatures - 1);
 static_assert(feat::g_comm_ratio == kGraphFeatures - 1);
 
 }  // namespace

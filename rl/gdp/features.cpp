@@ -388,6 +388,7 @@ NodeFeatures featurize(const Graph& g, const Cluster& c, const OpVocabulary& voc
     row[feat::stage_rank] = static_cast<float>(sc.by_rank[v]);
     row[feat::stage_fold] = static_cast<float>(sc.by_fold[v]);
     row[feat::stage_share] = static_cast<float>(sc.share[v]);
+    row[feat::stage_width] = static_cast<float>(sc.by_width[v]);
   }
   // The critical path over op times: top (longest path before the op starts) forward in
   // topological order, bottom (from its start to the end) backward.

@@ -48,7 +48,7 @@ class OpVocabulary {
   std::unordered_map<std::string, int32_t> index_;  // type -> 1..V-1
 };
 
-constexpr int32_t kNodeFeatures = 46;   // K: width of NodeFeatures::x
+constexpr int32_t kNodeFeatures = 47;   // K: width of NodeFeatures::x
 constexpr int32_t kGraphFeatures = 22;  // G: width of NodeFeatures::graph_stats
 // The first feature set (policies trained before the stage coordinates, PolicyConfig
 // features 1) reads only the leading columns: the columns added since are appended.
@@ -117,6 +117,9 @@ enum NodeColumn : int32_t {
   crit_top,     // longest path of op times before the op starts / P, [0, 1]
   crit_bottom,  // longest path from the op's start to the end, its own time included / P
   crit_slack,   // 1 - (crit_top + crit_bottom): how far the op can slip without lengthening P
+  // Branches (place/stages.h, by_width): parallel branches of the forward pass side by side,
+  // read by the cut head's skip with PolicyConfig::cut_branch.
+  stage_width,  // the midpoint of the op's rank's branch interval, [0, 1]
   kNodeCount
 };
 enum GraphColumn : int32_t {

@@ -96,25 +96,31 @@ class GdpPlacer : public place::Placer {
       a.back() = L - 1;
       return unit_devices(in, a, 0);
     }
-    for (int32_t& x : a) x = static_cast<int32_t>(int64_t{x} * L / in.num_devices);
-    return a;
+    std::vector<int32_t> d = unit_devices(in, a, 0);  // a mix's bins read as devices first
+    for (int32_t& x : d) x = static_cast<int32_t>(int64_t{x} * L / in.num_devices);
+    return d;
   }
 
   // The readings, the policy's own first: "both" is own and the other of op and stage; "all"
-  // every reading the network has (op, stage, and cut where it has a cut head).
+  // every reading the network has (op, stage, cut where it has a cut head, mix where it has
+  // a mix head).
   std::vector<std::string> decisions(const Policy& policy) const {
-    const std::string& own = policy.config().decision;
+    const PolicyConfig& pc = policy.config();
+    const std::string& own = pc.decision;
+    auto has = [&](const std::string& x) {
+      return (x != "cut" || pc.cut_head) && (x != "mix" || pc.mix_head);
+    };
     if (decode_ == "own") return {own};
     if (decode_ == "both") return {own, own == "op" ? "stage" : "op"};
     if (decode_ == "all") {
       std::vector<std::string> d{own};
-      for (const char* x : {"op", "stage", "cut"})
-        if (x != own && (std::string(x) != "cut" || policy.config().cut_head)) d.push_back(x);
+      for (const char* x : {"op", "stage", "cut", "mix"})
+        if (x != own && has(x)) d.push_back(x);
       return d;
     }
-    if (decode_ == "cut" && !policy.config().cut_head)
-      throw InputError("method 'gdp': options.decode: \"cut\" needs a policy with a cut head (" +
-                       checkpoint_ + " has none)");
+    if (!has(decode_))
+      throw InputError("method 'gdp': options.decode: \"" + decode_ + "\" needs a policy with a " +
+                       decode_ + " head (" + checkpoint_ + " has none)");
     return {decode_};
   }
 
@@ -188,24 +194,38 @@ class GdpPlacer : public place::Placer {
     }
     Rng rng(run.seed());
     std::vector<double> t = run.evaluate(ps);   // the greedy placements and their counts
-    auto draw = [&](size_t i, int32_t count) {  // count samples of decoding i, simulated
-      if (count <= 0) return;
-      const std::vector<int32_t> acts = sample_actions(dec[i].logits, count, rng, temperature_);
+    // count samples of decoding i, simulated: placements not seen before only (a repeat tells
+    // nothing and costs a simulation), drawn one at a time (the same rng sequence as drawing
+    // them at once), at most 4 count + 16 draws; returns how many it simulated.
+    std::vector<char> exhausted(G, 0);
+    auto draw = [&](size_t i, int32_t count) -> int32_t {
+      if (count <= 0) return 0;
       std::vector<Placement> batch;
-      for (int32_t k = 0; k < count; ++k) {
-        batch.push_back(placement_of(dec[i].in, acts, k));
+      for (int32_t tries = 0; static_cast<int32_t>(batch.size()) < count && tries < 4 * count + 16;
+           ++tries) {
+        Placement p = placement_of(dec[i].in, sample_actions(dec[i].logits, 1, rng, temperature_), 0);
+        if (!seen.insert(p.device).second) continue;
+        batch.push_back(std::move(p));
         from.push_back(dec[i].decision + " decisions' sample");
         source.push_back(i);
       }
       const std::vector<double> tb = run.evaluate(batch);
       t.insert(t.end(), tb.begin(), tb.end());
       for (Placement& p : batch) ps.push_back(std::move(p));
-      drawn[i] += count;
+      const int32_t got = static_cast<int32_t>(batch.size());
+      drawn[i] += got;
+      if (got < count) exhausted[i] = 1;  // its distribution holds few other placements
+      return got;
     };
     if (allocate_ == "even" || G == 1) {
+      int32_t left = n;
       for (size_t i = 0; i < G; ++i)
-        draw(i,
-             n / static_cast<int32_t>(G) + (static_cast<int32_t>(i) < n % static_cast<int32_t>(G)));
+        left -= draw(i, n / static_cast<int32_t>(G) +
+                            (static_cast<int32_t>(i) < n % static_cast<int32_t>(G)));
+      // What an exhausted decoding could not use goes to the others, one sample each in turn.
+      while (left > 0 && std::find(exhausted.begin(), exhausted.end(), 0) != exhausted.end())
+        for (size_t i = 0; i < G && left > 0; ++i)
+          if (!exhausted[i]) left -= draw(i, 1);
     } else {
       // "best": rounds of about n / 8 samples, one to each decoding in turn, then each next
       // round to the decoding whose fastest candidate so far is the fastest (ties: the
@@ -312,11 +332,12 @@ void gdp_places(place::Registry& r) {
                              "memory bound allows is a candidate too (with a devices-used policy "
                              "its count row set; without one its labels coarsened, floor(a L / "
                              "D)), in place of as many of the N samples"),
-       place::string_option("decode", "all", {"own", "op", "stage", "cut", "both", "all"},
+       place::string_option("decode", "all", {"own", "op", "stage", "cut", "mix", "both", "all"},
                             "zero-shot: what one decision places when the network is read: the "
                             "policy's own decisions, op, stage, cut (its cut head over the "
-                            "stages), both (the policy's own and the other of op and stage) or "
-                            "all (op, stage and, where the policy has a cut head, cut): each "
+                            "stages), mix (its mix head: a blend of stage coordinates), both "
+                            "(the policy's own and the other of op and stage) or all (op, stage "
+                            "and the cut and mix heads the policy has): each "
                             "reading's greedy placement and counts, and an even share of the "
                             "samples"),
        place::string_option("allocate", "even", {"even", "best"},

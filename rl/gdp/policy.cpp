@@ -30,6 +30,10 @@ constexpr double kMaskLogit = kMaskedLogit;  // rl/gdp/ppo.h
 // 82 input columns at gain 10, the first update moved the policy by an approximate KL of 2).
 constexpr double kCutTrunkGain = 0.1;
 constexpr double kCutSkipGain = 5;
+// cut_graph_skip: the skip's weights are w_x + kCutGraphGain W_g . s over the graph statistics
+// s (about 20 of them, each of order 1), so that one step of W_g moves a skip weight by about as
+// much as one step of w_x.
+constexpr double kCutGraphGain = 0.05;
 
 int32_t int_key(const StrictJson& sj, const nlohmann::json& j, const char* key, int32_t def,
                 int32_t lo, int32_t hi) {
@@ -53,11 +57,18 @@ nn::BasicVar<T> standardized_in_topo_order(const nn::BasicVar<T>& h,
 
 }  // namespace
 
-std::vector<int32_t> cut_columns(int32_t features) {
+const std::vector<int32_t>& mix_columns() {
+  static const std::vector<int32_t> c{feat::stage_time, feat::stage_memory, feat::stage_fold,
+                                      feat::stage_width};
+  return c;
+}
+
+std::vector<int32_t> cut_columns(int32_t features, bool branch) {
   std::vector<int32_t> c{feat::topo_pos, feat::level};
   if (features >= 2) c.insert(c.end(), {feat::stage_time, feat::stage_memory, feat::stage_rank});
   if (features >= 4) c.insert(c.end(), {feat::stage_fold, feat::stage_share});
   if (features >= 5) c.push_back(feat::crit_top);
+  if (branch) c.push_back(feat::stage_width);
   return c;
 }
 
@@ -70,7 +81,8 @@ PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string&
                             "film_hidden",      "anchor",         "features",
                             "decision",         "head",           "head_hidden",
                             "devices_used",     "cut_head",       "cut_trunk",
-                            "cut_width"});
+                            "cut_width",        "cut_branch",     "cut_graph_skip",
+                            "mix_head"});
   PolicyConfig c;
   c.max_devices = int_key(sj, j, "max_devices", c.max_devices, 1, 1024);
   c.type_embedding = int_key(sj, j, "type_embedding", c.type_embedding, 1, 4096);
@@ -89,8 +101,9 @@ PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string&
   c.features = int_key(sj, j, "features", c.features, 1, 5);
   if (j.contains("decision")) {
     c.decision = sj.string(j, "decision", "");
-    if (c.decision != "op" && c.decision != "stage" && c.decision != "cut")
-      sj.fail("decision", "expected \"op\", \"stage\" or \"cut\", got \"" + c.decision + "\"");
+    if (c.decision != "op" && c.decision != "stage" && c.decision != "cut" && c.decision != "mix")
+      sj.fail("decision",
+              "expected \"op\", \"stage\", \"cut\" or \"mix\", got \"" + c.decision + "\"");
   }
   if (j.contains("head")) {
     c.head = sj.string(j, "head", "");
@@ -102,6 +115,9 @@ PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string&
   c.cut_head = bool_key(sj, j, "cut_head", c.cut_head) || c.decision == "cut";
   c.cut_trunk = bool_key(sj, j, "cut_trunk", c.cut_trunk);
   c.cut_width = int_key(sj, j, "cut_width", c.cut_width, 0, 8192);
+  c.cut_branch = bool_key(sj, j, "cut_branch", c.cut_branch);
+  c.cut_graph_skip = bool_key(sj, j, "cut_graph_skip", c.cut_graph_skip);
+  c.mix_head = bool_key(sj, j, "mix_head", c.mix_head) || c.decision == "mix";
   if (c.width % c.heads != 0)
     sj.fail("heads", "expected a divisor of width " + std::to_string(c.width) + ", got " +
                          std::to_string(c.heads));
@@ -132,6 +148,9 @@ nlohmann::ordered_json PolicyConfig::to_json() const {
   j["cut_head"] = cut_head;
   j["cut_trunk"] = cut_trunk;
   j["cut_width"] = cut_width;
+  j["cut_branch"] = cut_branch;
+  j["cut_graph_skip"] = cut_graph_skip;
+  j["mix_head"] = mix_head;
   return j;
 }
 
@@ -210,10 +229,16 @@ BasicPolicy<T>::BasicPolicy(const PolicyConfig& config, OpVocabulary vocab, uint
           params_, "cut.sage", nn::SageConfig{Wc, Wc, c.sage_layers, true}, rng_);
     }
     w_cut_ = params_.add_uniform("cut.w", {1, Wc}, bound(Wc), rng_);
-    const int64_t C = static_cast<int64_t>(cut_columns(c.features).size());
+    const int64_t C = static_cast<int64_t>(cut_columns(c.features, c.cut_branch).size());
     w_cut_x_ = params_.add_uniform("cut.w_x", {1, C}, 0.01, rng_);
     b_cut_ = params_.add_constant("cut.b", {1}, T(0.5));
     log_cut_width_ = params_.add_constant("cut.log_width", {1}, T(0));
+    if (c.cut_graph_skip) w_cut_xg_ = params_.add_constant("cut.w_x_graph", {C, G}, T(0));
+  }
+  if (c.mix_head) {  // last: logits near uniform over the bins (small weights, zero bias)
+    const int32_t M = static_cast<int32_t>(mix_columns().size()), I = G + 2 * M;
+    w_mix_ = params_.add_uniform("mix.w", {(1 + M) * A, I}, 0.01 * bound(I), rng_);
+    b_mix_ = params_.add_constant("mix.b", {(1 + M) * A}, T(0));
   }
 }
 
@@ -267,11 +292,14 @@ template <typename T>
 BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c, const CostModel& cost,
                                             const std::string& decision) const {
   const std::string& unit = decision.empty() ? config_.decision : decision;
-  if (unit != "op" && unit != "stage" && unit != "cut")
+  if (unit != "op" && unit != "stage" && unit != "cut" && unit != "mix")
     throw std::invalid_argument(
-        "policy prepare: decision must be \"op\", \"stage\" or \"cut\", got \"" + unit + "\"");
+        "policy prepare: decision must be \"op\", \"stage\", \"cut\" or \"mix\", got \"" + unit +
+        "\"");
   if (unit == "cut" && !config_.cut_head)
     throw std::invalid_argument("policy prepare: decision \"cut\" needs a policy with a cut head");
+  if (unit == "mix" && !config_.mix_head)
+    throw std::invalid_argument("policy prepare: decision \"mix\" needs a policy with a mix head");
   const int32_t D = c.num_devices();
   if (D > config_.max_devices)
     throw InputError("policy: cluster '" + c.name + "' has " + std::to_string(D) +
@@ -295,12 +323,21 @@ BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c, co
   std::vector<T> scale(U);
   for (int32_t u = 0; u < U; ++u) scale[u] = T(1) / count[u];
   in.unit_scale = nn::BasicTensor<T>::from_vector({U, 1}, scale);
-  in.devices_used = config_.devices_used;
+  in.mix = unit == "mix";
+  in.devices_used = config_.devices_used && !in.mix;
+  const std::vector<int32_t>& mix_cols = mix_columns();
+  const int32_t M = static_cast<int32_t>(mix_cols.size());
+  in.mix_rows = 1 + M;
+  in.mix_bins = std::min(A, 8);
   const int32_t R = in.num_rows();
   std::vector<T> mask(static_cast<size_t>(R) * A, T(0));
   for (int32_t u = 0; u < R; ++u)
     for (int32_t a = D; a < A; ++a) mask[static_cast<size_t>(u) * A + a] = T(kMaskLogit);
-  in.anchored = config_.anchor && D > 1 && c.devices_interchangeable();
+  if (in.mix)  // the rows are bins, not devices: the first min(A, 8) of each row are open
+    for (int32_t r = 0; r < R; ++r)
+      for (int32_t a = 0; a < A; ++a)
+        mask[static_cast<size_t>(r) * A + a] = a < in.mix_bins ? T(0) : T(kMaskLogit);
+  in.anchored = !in.mix && config_.anchor && D > 1 && c.devices_interchangeable();
   if (in.anchored)
     for (int32_t a = 1; a < D; ++a) mask[a] = T(kMaskLogit);  // unit 0: device 0 only
   if (in.devices_used) {  // no L whose devices 0..L-1 cannot hold what every placement holds
@@ -309,11 +346,36 @@ BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c, co
       if (least == 0 || L < least) mask[static_cast<size_t>(U) * A + L - 1] = T(kMaskLogit);
   }
   in.mask = nn::BasicTensor<T>::from_vector({R, A}, mask);
+  if (in.mix) {  // each unit's mean coordinates; the coordinates' mean and std over the ops
+    const nn::Tensor& xf = in.features.x;
+    in.mix_unit.assign(static_cast<size_t>(U) * M, 0.0);
+    std::vector<double> sum(M, 0), sq(M, 0);
+    for (int32_t v = 0; v < N; ++v)
+      for (int32_t j = 0; j < M; ++j) {
+        const double c_vj = xf[static_cast<int64_t>(v) * kNodeFeatures + mix_cols[j]];
+        in.mix_unit[static_cast<size_t>(in.units.unit_of[v]) * M + j] += c_vj;
+        sum[j] += c_vj;
+        sq[j] += c_vj * c_vj;
+      }
+    for (int32_t u = 0; u < U; ++u)
+      for (int32_t j = 0; j < M; ++j)
+        in.mix_unit[static_cast<size_t>(u) * M + j] *= static_cast<double>(scale[u]);
+    const int32_t G = graph_width();
+    std::vector<T> mx(static_cast<size_t>(G + 2 * M));
+    const float* gs = in.features.graph_stats.data();
+    for (int32_t k = 0; k < G; ++k) mx[k] = static_cast<T>(gs[k]);
+    for (int32_t j = 0; j < M; ++j) {
+      const double mean = N > 0 ? sum[j] / N : 0;
+      mx[G + j] = static_cast<T>(mean);
+      mx[G + M + j] = static_cast<T>(N > 0 ? std::sqrt(std::max(0.0, sq[j] / N - mean * mean)) : 0);
+    }
+    in.mix_x = nn::BasicTensor<T>::from_vector({1, G + 2 * M}, mx);
+  }
   if (in.cut) {
     std::vector<T> bins(static_cast<size_t>(A), T(0));
     for (int32_t k = 0; k < D; ++k) bins[static_cast<size_t>(k)] = T(k + 0.5);
     in.cut_bins = nn::BasicTensor<T>::from_vector({1, A}, bins);
-    const std::vector<int32_t> cols = cut_columns(config_.features);
+    const std::vector<int32_t> cols = cut_columns(config_.features, config_.cut_branch);
     const int64_t C = static_cast<int64_t>(cols.size());
     std::vector<T> cx(static_cast<size_t>(N) * C);
     for (int32_t k = 0; k < N; ++k)  // topological order, as o
@@ -362,6 +424,12 @@ template <typename T>
 nn::BasicVar<T> BasicPolicy<T>::forward(const BasicPolicyInput<T>& in) const {
   using V = nn::BasicVar<T>;
   const V x(in.x), stats(in.stats);
+  if (in.mix) {  // the blend's rows from the graph alone: no trunk
+    if (!w_mix_.defined())
+      throw std::invalid_argument("policy forward: a \"mix\" input needs a policy with a mix head");
+    const V flat = nn::linear(V(in.mix_x), w_mix_, b_mix_);  // (1, R A)
+    return nn::add(nn::reshape(flat, {in.num_rows(), config_.max_devices}), V(in.mask));
+  }
   // The cut head with an encoder of its own reads no trunk (unless a devices-used row does).
   const bool own_cut = in.cut && sage_cut_;
   V o;
@@ -405,8 +473,13 @@ nn::BasicVar<T> BasicPolicy<T>::forward(const BasicPolicyInput<T>& in) const {
     } else {
       trunk = config_.cut_trunk ? o : nn::detach(o);
     }
+    // The skip's weights (1, C): w_x, plus kCutGraphGain W_g . stats with cut_graph_skip.
+    const V w_skip =
+        w_cut_xg_.defined()
+            ? nn::add(w_cut_x_, nn::scale(nn::linear(stats, w_cut_xg_, V()), T(kCutGraphGain)))
+            : w_cut_x_;
     const V z = nn::add(nn::scale(nn::linear(trunk, w_cut_, V()), T(kCutTrunkGain)),
-                        nn::add(nn::scale(nn::linear(V(in.cut_x), w_cut_x_, V()), T(kCutSkipGain)),
+                        nn::add(nn::scale(nn::linear(V(in.cut_x), w_skip, V()), T(kCutSkipGain)),
                                 b_cut_));  // (N, 1)
     const V mu = nn::mul(nn::scatter_add_rows(z, in.unit_of_topo, in.num_units()),
                          V(in.unit_scale));  // (U, 1)
@@ -458,6 +531,9 @@ std::vector<int32_t> greedy_actions(const nn::Tensor& logits) {
 }
 
 std::vector<int32_t> unit_actions(const Placement& p, const PolicyInput& in) {
+  if (in.mix)
+    throw std::invalid_argument(
+        "unit_actions: a \"mix\" decision has no per-unit actions (it is trained by PPO alone)");
   const place::Units& units = in.units;
   std::vector<int32_t> a(static_cast<size_t>(units.num_units()));
   for (int32_t u = 0; u < units.num_units(); ++u)
@@ -489,6 +565,19 @@ std::vector<int32_t> unit_devices(const PolicyInput& in, const std::vector<int32
                                   int32_t k) {
   const size_t U = static_cast<size_t>(in.num_units()), R = static_cast<size_t>(in.num_rows());
   const size_t at = static_cast<size_t>(k) * R;
+  if (in.mix) {  // mu_u = b + sum_j w_j (c_uj - 0.5), device floor(D mu_u) clamped
+    const size_t M = R - 1;
+    const int32_t D = in.num_devices;
+    const double b = static_cast<double>(actions[at]) / in.mix_bins;
+    std::vector<int32_t> d(U);
+    for (size_t u = 0; u < U; ++u) {
+      double mu = b;
+      for (size_t j = 0; j < M; ++j)
+        mu += kMixWeights[actions[at + 1 + j]] * (in.mix_unit[u * M + j] - 0.5);
+      d[u] = static_cast<int32_t>(std::clamp(std::floor(D * mu), 0.0, static_cast<double>(D - 1)));
+    }
+    return d;
+  }
   std::vector<int32_t> d(actions.begin() + static_cast<std::ptrdiff_t>(at),
                          actions.begin() + static_cast<std::ptrdiff_t>(at + U));
   if (!in.devices_used) return d;
@@ -507,6 +596,8 @@ Placement placement_of(const PolicyInput& in, const std::vector<int32_t>& action
 }
 
 nn::Tensor unit_rows(const nn::Tensor& logits, const PolicyInput& in) {
+  if (in.mix)
+    throw std::invalid_argument("unit_rows: a \"mix\" decision has no per-unit device rows");
   const nn::Tensor host = logits.cpu().contiguous();
   if (!in.devices_used) return host;
   const int32_t U = in.num_units(), A = static_cast<int32_t>(host.dim(1)), D = in.num_devices;

@@ -83,7 +83,8 @@ struct PolicyConfig {
   // op of one structural stage rank (place/stages.h: a parameter group and the ops that hang
   // off it, forward, backward and update), so that a reward difference has a cause the
   // network can learn (docs/ppo.md, "Transfer"); "cut", the stage units read through the cut
-  // head (cut_head) instead of the device columns.
+  // head (cut_head) instead of the device columns; "mix", the stage units cut along a blend of
+  // stage coordinates whose weights are the decisions (mix_head).
   std::string decision = "op";
   // The output layer: "slots", one learned row per device slot (policies trained before the
   // position head); "position", rows computed from each device's position and specs (above).
@@ -116,6 +117,21 @@ struct PolicyConfig {
   // this wide, no attention) instead of the trunk, so that it learns what it needs without
   // moving the op and stage readings; 0: it reads the trunk's output.
   int32_t cut_width = 0;
+  // The cut head's skip also reads stage_width (place/stages.h, by_width: parallel branches
+  // side by side), so that mu can cut across the branches of a block as well as along depth.
+  bool cut_branch = false;
+  // The skip's weights depend on the graph: w_x + W_g . graph statistics (W_g starts at 0), so
+  // that one head can cut one graph along depth and another across its branches.
+  bool cut_graph_skip = false;
+  // A head of few decisions per placement (decision "mix"; docs/policy.md, "The mix head"):
+  // one cut of the stage units along a blend of their stage coordinates (mix_columns), mu_u =
+  // b + sum_j w_j (c_uj - 0.5), device floor(D mu_u) clamped, where the bias b and each weight
+  // w_j are one categorical decision over fixed bins (kMixBias, kMixWeights), their logits a
+  // linear function of the graph statistics and of the coordinates' mean and spread over the
+  // graph. Five decisions place a graph of any size, each with an exact log-probability, so one
+  // scalar reward resolves them at a few samples (the exploration the per-unit readings lack:
+  // a whole blend, e.g. the branches side by side, is one draw).
+  bool mix_head = false;
 
   // Strict: unknown keys, wrong types and impossible values are InputErrors naming `source`
   // and the key. Missing keys keep their defaults.
@@ -139,10 +155,15 @@ struct BasicPolicyInput {
   bool cut = false;             // decision "cut": the unit rows come from the cut head
   nn::BasicTensor<T> cut_bins;  // (1, A) k + 0.5 for the devices k < D, 0 beyond (masked)
   nn::BasicTensor<T> cut_x;     // (N, C) the structural coordinates the cut head's skip reads
+  bool mix = false;              // decision "mix": the rows are the blend's bias and weights
+  int32_t mix_rows = 0;          // 1 + M with mix
+  int32_t mix_bins = 0;          // open bins per row: min(A, 8)
+  nn::BasicTensor<T> mix_x;      // (1, G + 2M) graph statistics, the coordinates' mean and std
+  std::vector<double> mix_unit;  // (U * M) each unit's mean coordinates (mix_columns)
   int32_t num_units() const { return units.num_units(); }
-  // Decisions per placement (R): the units, and the devices-used row where there is one. The
-  // actions of K samples are (K * R), sample-major.
-  int32_t num_rows() const { return num_units() + (devices_used ? 1 : 0); }
+  // Decisions per placement (R): the units, and the devices-used row where there is one; with
+  // "mix", the blend's 1 + M rows. The actions of K samples are (K * R), sample-major.
+  int32_t num_rows() const { return mix ? mix_rows : num_units() + (devices_used ? 1 : 0); }
   // Moves the tensors the forward pass reads to `device` (the policy's parameters must be
   // there too: ParameterBuffer::to_device).
   void to_device(nn::Device device) {
@@ -153,6 +174,7 @@ struct BasicPolicyInput {
     if (device_x.numel() > 0) device_x = device_x.to_device(device);
     if (cut_bins.numel() > 0) cut_bins = cut_bins.to_device(device);
     if (cut_x.numel() > 0) cut_x = cut_x.to_device(device);
+    if (mix_x.numel() > 0) mix_x = mix_x.to_device(device);
   }
 };
 
@@ -207,6 +229,8 @@ class BasicPolicy {
   nn::BasicVar<T> w_c_, b_c_, w_cg_;            // (A, D), (A), (A, G): the devices-used row
   nn::BasicVar<T> w_cut_, w_cut_x_, b_cut_, log_cut_width_;  // (1, D), (1, C), (1), (1)
   nn::BasicVar<T> w_cut_in_, b_cut_in_, w_cut_g_;  // the cut head's own encoder (cut_width)
+  nn::BasicVar<T> w_cut_xg_;                       // (C, G) cut_graph_skip
+  nn::BasicVar<T> w_mix_, b_mix_;                  // (R A, G + 2M), (R A) mix_head
   std::unique_ptr<nn::BasicSageEncoder<T>> sage_cut_;
 };
 
@@ -214,7 +238,13 @@ class BasicPolicy {
 // (PolicyConfig::features): topo_pos and level; the stage coordinates from features 2 on; the
 // concurrency (stage_fold, stage_share) from features 4 on; crit_top with features 5.
 // Structural coordinates only: a cut is a position along the graph's depth.
-std::vector<int32_t> cut_columns(int32_t features);
+std::vector<int32_t> cut_columns(int32_t features, bool branch = false);
+// The mix head (PolicyConfig::mix_head): the stage coordinates it blends (stage_time,
+// stage_memory, stage_fold, stage_width; M = 4), and its bins, B = min(A, 8) open per row: row
+// 0 the bias b, bin k giving k / B (b = 0 with every weight 0: one device; b = 0.5 with the
+// width's weight 1: the width control); rows 1..M the weights, bin k giving kMixWeights[k].
+const std::vector<int32_t>& mix_columns();
+inline constexpr double kMixWeights[8] = {-1, -0.5, 0, 0.25, 0.5, 0.75, 1, 1.5};
 
 // Copies every parameter of `from` into the parameter of the same name and shape in `to`;
 // returns how many were copied (a policy given a head its checkpoint lacks keeps that head's

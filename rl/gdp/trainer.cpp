@@ -48,6 +48,17 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
                    std::find(config_.decisions.begin(), config_.decisions.end(), "cut") !=
                        config_.decisions.end();
   config_.policy.cut_head = cut;
+  const bool mix = config_.policy.mix_head || config_.policy.decision == "mix" ||
+                   std::find(config_.decisions.begin(), config_.decisions.end(), "mix") !=
+                       config_.decisions.end();
+  config_.policy.mix_head = mix;
+  if (mix && (config_.elite.size > 0 || config_.explore.local_fraction > 0 ||
+              config_.expert.anneal_samples > 0 || !config_.warm_start.empty() ||
+              config_.imitation_steps > 0))
+    throw InputError(
+        "train: decision \"mix\" trains by PPO alone (its decisions are a blend's weights, not "
+        "devices); expected elite.size 0, explore.local_fraction 0, expert.anneal_samples 0, "
+        "no warm_start and imitation_steps 0 (the transfer regime's)");
   if (init) {
     // Fine-tuning keeps its start: no behaviour cloning over the checkpoint (it would overwrite
     // what pre-training learned). The elites and local proposals start from the policy's own
@@ -61,7 +72,10 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
       config_.policy.cut_head = true;  // a head the checkpoint lacks: this run's options for it
       config_.policy.cut_trunk = own.cut_trunk;
       config_.policy.cut_width = own.cut_width;
+      config_.policy.cut_branch = own.cut_branch;
+      config_.policy.cut_graph_skip = own.cut_graph_skip;
     }
+    if (mix) config_.policy.mix_head = true;  // a head the checkpoint lacks starts at its start
     policy_ = std::make_unique<Policy>(config_.policy, init->vocabulary(), seed);
     copy_parameters_by_name(init->params(), policy_->params());  // a new cut head keeps its start
   } else {
@@ -99,9 +113,10 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
     // The reference as a first sample, unless the warm start simulates that method anyway.
     const bool warm_has_ref = std::find(config_.warm_start.begin(), config_.warm_start.end(),
                                         ref.method) != config_.warm_start.end();
-    st.reference_actions = unit_actions(p, st.input);
+    // A mix decision has no per-unit actions to imitate (and nothing imitates: above).
+    if (!st.input.mix) st.reference_actions = unit_actions(p, st.input);
     st.elites = EliteSet(config_.elite.size);
-    if (config_.keep_reference && !warm_has_ref && st.run->samples_left() > 0)
+    if (config_.keep_reference && !warm_has_ref && !st.input.mix && st.run->samples_left() > 0)
       st.elites.offer(st.run->evaluate(p), st.reference_actions);  // a sample like any other
     if (init && config_.elite.size > 0) seed_elites(*init, st);
     if (config_.explore.local_fraction > 0) {

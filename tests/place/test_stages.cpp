@@ -214,6 +214,78 @@ TEST_CASE("place/stages: two branches at the same levels fold onto one coordinat
   // A cut of the fold into two puts the branches on different devices.
   const std::vector<int32_t> cut = stage_cut(g, sc.by_fold, 2);
   CHECK(cut[mm[0]] != cut[mm[1]]);
+  // Branches: x (which computes nothing) splits [0, 1] between mmA and mmB, whose paths to
+  // the end are equal (4 ops each), so mmA holds [0, 0.5] and mmB [0.5, 1] (the reads' whole
+  // [0, 1] is wider); addAB joins them back to [0, 1], and mmC and loss follow it. A rank reads
+  // the mean midpoint of its ops that compute (x, the variables and reads do not).
+  std::map<int32_t, double> mid{{mm[0], 0.25}, {mm[1], 0.75}, {sum, 0.5}, {mm[2], 0.5},
+                                {loss, 0.5}};
+  std::vector<double> total(3, 0);
+  std::vector<int> count(3, 0);
+  for (const auto& [v, m] : mid) {
+    total[sc.rank[v]] += m;
+    ++count[sc.rank[v]];
+  }
+  for (int32_t v = 0; v < g.num_ops(); ++v) {
+    INFO(g.op(v).name);
+    const int32_t r = sc.rank[v];
+    CHECK(sc.by_width[v] == Approx(count[r] ? total[r] / count[r] : 0.5));
+  }
+  CHECK(sc.by_width[mm[0]] < 0.5);
+  CHECK(sc.by_width[mm[1]] > 0.5);
+  const std::vector<int32_t> across = stage_cut(g, sc.by_width, 2);
+  CHECK(across[mm[0]] != across[mm[1]]);
+}
+
+TEST_CASE("place/stages: the width splits a fork by the branches' paths to the end",
+          "[place][stages]") {
+  // x -> a -> {b, c}; b -> b2 -> join; c -> join; join -> loss. Times 1 ms: b's path to the
+  // end is b, b2, join, loss (4 ms), c's is c, join, loss (3 ms), so b holds 4/7 of a's [0, 1].
+  Graph g;
+  g.name = "fork";
+  auto add = [&](const char* name) { return append_op(g, make_op(name, Phase::forward)); };
+  const int32_t x = add("x"), a = add("a"), b = add("b"), c = add("c"), b2 = add("b2");
+  const int32_t join = add("join"), loss = add("loss");
+  auto edge = [&](int32_t u, int32_t v) { g.add_edge(u, 0, v, 16); };
+  edge(x, a), edge(a, b), edge(a, c), edge(b, b2), edge(b2, join), edge(c, join), edge(join, loss);
+  g.finalize();
+  const StageCoordinates sc = stage_coordinates(g, unit_times(g));
+  REQUIRE_FALSE(sc.from_parameters);  // ranks are forward levels: b and c share level 2
+  // Levels: x 0, a 1, {b, c} 2, b2 3, join 4, loss 5; rank 2 reads the mean of b and c.
+  const double mb = 0.5 * 4.0 / 7.0, mc = 4.0 / 7.0 + 0.5 * 3.0 / 7.0;
+  CHECK(sc.by_width[b] == Approx(0.5 * (mb + mc)));
+  CHECK(sc.by_width[b2] == Approx(mb));
+  CHECK(sc.by_width[a] == Approx(0.5));
+  CHECK(sc.by_width[join] == Approx(0.5));
+  CHECK(sc.by_width[x] == Approx(0.5));  // a rank of no op that computes
+}
+
+TEST_CASE("place/stages: the width sets Inception's towers apart from structure alone",
+          "[place][stages]") {
+  datasets::GenOptions o;
+  o.batch = 2;
+  o.image_size = 96;
+  const Graph g = datasets::generate("inception_v3", o);
+  const StageCoordinates sc = stage_coordinates(g, unit_times(g));
+  // In every Mixed block (from the scopes, which the coordinates never read), the forward
+  // convolutions of its towers do not all read one width, and the first tower reads below
+  // the last; every op reads in [0, 1].
+  std::map<std::string, std::map<int, std::set<double>>> towers;  // block -> tower -> widths
+  const std::regex conv(".*/(Mixed_[0-9a-z]+)/Branch_([0-9])/.*");
+  for (int32_t v = 0; v < g.num_ops(); ++v) {
+    REQUIRE(sc.by_width[v] >= 0);
+    REQUIRE(sc.by_width[v] <= 1);
+    std::smatch m;
+    const Op& op = g.op(v);
+    if (op.phase == Phase::forward && op.type == "Conv2D" && std::regex_match(op.name, m, conv))
+      towers[m[1]][std::stoi(m[2])].insert(sc.by_width[v]);
+  }
+  REQUIRE(towers.size() >= 8);
+  for (const auto& [block, t] : towers) {
+    INFO(block);
+    REQUIRE(t.size() >= 2);  // Mixed_6a and 7a: two towers of convolutions beside a pool
+    CHECK(*t.begin()->second.begin() < *t.rbegin()->second.rbegin());
+  }
 }
 
 TEST_CASE("place/stages: the fold runs GNMT's wavefront over the coordinate", "[place][stages]") {
@@ -323,6 +395,10 @@ TEST_CASE("place/stage-cut: the control tries every stage count and returns a va
   CHECK(f.report.samples == 2);
   CHECK(Simulator(g, c, cost).run(f.placement).valid);
   CHECK_THAT(f.report.note, Catch::Contains("fold coordinate"));
+  const PlaceResult w = place::place(
+      place::prepare(place::registry(), "stage-cut", {{"coordinate", "width"}}), pb, Budget(), 1);
+  CHECK(w.report.samples == 2);
+  CHECK_THAT(w.report.note, Catch::Contains("width coordinate"));
   CHECK_THROWS_AS(place::place(place::prepare(place::registry(), "stage-cut", {{"stages", 3}}), pb,
                                Budget(), 1),
                   InputError);

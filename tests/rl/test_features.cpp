@@ -167,6 +167,7 @@ TEST_CASE("rl/features every column of a hand-built op matches its formula", "[r
   want[feat::stage_rank] = sc.by_rank[0];
   want[feat::stage_fold] = sc.by_fold[0];
   want[feat::stage_share] = sc.share[0];
+  want[feat::stage_width] = sc.by_width[0];
   // The links: one route each way between the two V100s.
   const RouteCost route = c.route_cost(0, 1);
   REQUIRE(route.bottleneck_Bps > 0);

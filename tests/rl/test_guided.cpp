@@ -345,6 +345,16 @@ TEST_CASE("rl/zero-shot decodes op and stage decisions, and a rowless policy at 
   CHECK(std::abs(a[0] - a[1]) <= 1);  // even
   CHECK(std::min(b[0], b[1]) >= 1);   // every decoding sampled at least once
   CHECK_THROWS_WITH(zs(pb, {{"allocate", "most"}}), Contains("allocate"));
+  // The samples are placements not seen before: on one device every sample repeats the greedy
+  // placement, so none is simulated (the two greedy placements are, one per decoding).
+  Cluster one = c;
+  one.devices.resize(1);
+  one.links.clear();
+  one.finalize();
+  const place::Problem pb1(g, one, cost);
+  const place::PlaceResult single = zs(pb1, {{"samples", 20}, {"decode", "both"}});
+  CHECK(single.report.samples == 2);
+  CHECK(drawn(single.report.note).empty());
 }
 
 // The regression issue 27 started from (a shipped policy that placed held-out graphs worse

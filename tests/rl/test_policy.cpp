@@ -174,6 +174,82 @@ TEST_CASE("rl/gdp/policy cut head: a position per stage, the fold control expres
   }
 }
 
+// cut_branch and cut_graph_skip: the skip reads the width coordinate (place/stages.h,
+// by_width), and its weights are w_x + 0.05 W_g . graph statistics; with the width's weight
+// set through W_g alone the head places exactly as the width control.
+TEST_CASE("rl/gdp/policy cut head: the width control through a skip weight set by the graph",
+          "[rl]") {
+  datasets::GenOptions o;
+  o.batch = 2;
+  o.image_size = 96;
+  const Graph g = datasets::generate("inception_v3", o);
+  rl::PolicyConfig cfg = test::tiny_config().policy;
+  cfg.max_devices = 8;
+  cfg.features = 4;
+  cfg.cut_head = true;
+  cfg.anchor = false;
+  const rl::Policy plain(cfg, vocab_of(g), 3);
+  cfg.cut_branch = true;
+  cfg.cut_graph_skip = true;
+  CHECK(rl::PolicyConfig::from_json(nlohmann::json::parse(cfg.to_json().dump()), "x").to_json() ==
+        cfg.to_json());
+  CHECK(!rl::PolicyConfig().cut_branch);  // checkpoints without the keys read as before
+  CHECK(!rl::PolicyConfig().cut_graph_skip);
+  CHECK_THROWS_AS(
+      rl::PolicyConfig::from_json(nlohmann::json::parse(R"({"cut_branch": 1})"), "c"), InputError);
+  rl::Policy policy(cfg, vocab_of(g), 3);
+  const std::vector<int32_t> cols = rl::cut_columns(4, true);
+  REQUIRE(cols.size() == rl::cut_columns(4).size() + 1);
+  REQUIRE(cols.back() == rl::feat::stage_width);
+  const auto* wx = policy.params().find("cut.w_x");
+  const auto* wg = policy.params().find("cut.w_x_graph");
+  REQUIRE(wx);
+  REQUIRE(wg);
+  CHECK(wx->shape == nn::Shape{1, static_cast<int64_t>(cols.size())});
+  CHECK(wg->shape == nn::Shape{static_cast<int64_t>(cols.size()), plain.graph_width()});
+  CHECK(policy.params().size() == plain.params().size() + 1 + wg->shape[0] * wg->shape[1]);
+  for (const char* cluster : {"v100x2-nvlink", "v100x4-nvlink", "v100x6-nvlink"}) {
+    INFO(cluster);
+    const Cluster c = read_cluster(cluster);
+    const rl::PolicyInput in = policy.prepare(g, c, CostModel(), "cut");
+    REQUIRE(in.cut_x.dim(1) == static_cast<int64_t>(cols.size()));
+    // W_g starts at 0: the skip is w_x alone, as without cut_graph_skip.
+    for (int64_t k = 0; k < wg->shape[0] * wg->shape[1]; ++k)
+      REQUIRE(policy.params().values().data()[wg->offset + k] == 0.0f);
+    // The width's weight 0.2 (gain 5: mu = width) through one graph statistic, nothing else.
+    const std::vector<float> stats = in.stats.to_vector();
+    int64_t j = 0;
+    for (int64_t k = 1; k < static_cast<int64_t>(stats.size()); ++k)
+      if (std::abs(stats[k]) > std::abs(stats[j])) j = k;
+    REQUIRE(std::abs(stats[j]) > 0.1f);
+    rl::Policy width_policy(cfg, vocab_of(g), 3);
+    nn::Tensor v = width_policy.params().values();
+    for (const char* name : {"cut.w", "cut.b", "cut.w_x"}) {
+      const auto* e = width_policy.params().find(name);
+      int64_t n = 1;
+      for (int64_t d : e->shape) n *= d;
+      std::fill(v.data() + e->offset, v.data() + e->offset + n, 0.0f);
+    }
+    v.data()[wg->offset + (static_cast<int64_t>(cols.size()) - 1) * wg->shape[1] + j] =
+        0.2f / (0.05f * stats[j]);
+    nn::NoGradGuard no_grad;
+    const Placement p =
+        rl::placement_of(in, rl::greedy_actions(width_policy.forward(in).value()), 0);
+    std::vector<double> width(static_cast<size_t>(g.num_ops()));
+    for (int32_t u = 0; u < g.num_ops(); ++u)
+      width[u] = in.features.x[static_cast<int64_t>(u) * rl::kNodeFeatures + rl::feat::stage_width];
+    const std::vector<int32_t> control = place::stage_cut(g, width, c.num_devices());
+    const double D = c.num_devices();
+    int64_t same = 0;
+    for (int32_t u = 0; u < g.num_ops(); ++u) {
+      const bool tie = std::abs(D * width[u] - std::round(D * width[u])) < 1e-5;
+      same += p.device[u] == control[u] || (tie && p.device[u] == control[u] - 1);
+    }
+    CHECK(same == g.num_ops());
+    CHECK(std::set<int32_t>(p.device.begin(), p.device.end()).size() >= 2);
+  }
+}
+
 TEST_CASE("rl/gdp/policy position head: one network for any device count", "[rl]") {
   const Graph g = test::small_rnnlm();
   rl::PolicyConfig cfg = test::tiny_config().policy;
@@ -457,15 +533,16 @@ TEST_CASE("rl/gdp/policy logits: one row per unit, devices beyond the cluster ma
 
 TEST_CASE(
     "rl/gdp/policy gradients by finite differences (attention and superposition on and off, LSTM, "
-    "position head, devices used, cut head)",
+    "position head, devices used, cut head, its branch skip set by the graph)",
     "[rl]") {
   const Graph g = test::two_chains();
   const Cluster c = test::full_mesh(3);
-  for (int variant = 0; variant < 9; ++variant) {
+  for (int variant = 0; variant < 10; ++variant) {
     rl::PolicyConfig cfg = test::tiny_config().policy;
     cfg.cut_head = variant >= 6;
     cfg.cut_trunk = variant == 7;
-    cfg.cut_width = variant == 8 ? 3 : 0;
+    cfg.cut_width = variant >= 8 ? 3 : 0;
+    cfg.cut_branch = cfg.cut_graph_skip = variant == 9;
     if (variant == 4) {
       cfg.head = "position";
       cfg.head_hidden = 3;
@@ -484,7 +561,7 @@ TEST_CASE(
     INFO("attention " << cfg.attention << " superposition " << cfg.superposition << " lstm "
                       << cfg.lstm << " head " << cfg.head << " devices_used " << cfg.devices_used
                       << " cut " << cfg.cut_head << " trunk " << cfg.cut_trunk << " own width "
-                      << cfg.cut_width);
+                      << cfg.cut_width << " branch, graph skip " << cfg.cut_graph_skip);
     rl::PolicyD policy(cfg, vocab_of(g), 11);
     const rl::PolicyInputD in = policy.prepare(g, c, CostModel(), cfg.cut_head ? "cut" : "");
     // A cut head that does not train the trunk: its own parameters are checked, and the

@@ -6,8 +6,10 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "core/error.h"
+#include "datasets/registry.h"
 #include "nn/autograd.h"
 #include "place/stages.h"
 #include "place_helpers.h"
@@ -324,10 +326,15 @@ TEST_CASE("rl/decisions: a cut head of its own trains alone, the rest of the net
   rl::TrainConfig cut = test::tiny_config();
   cut.decisions = {"cut"};
   cut.policy.cut_width = 6;
+  cut.policy.cut_branch = true;  // the head's options, kept over a checkpoint without a head
+  cut.policy.cut_graph_skip = true;
   cut.keep_reference = false;
   rl::Trainer t(cut, {rl::TrainGraph{"rnn", &g, &c, nullptr}}, CostModel(), 3, &op->policy());
   REQUIRE(t.policy().config().cut_head);
   CHECK(t.policy().config().cut_width == 6);
+  CHECK(t.policy().config().cut_branch);
+  CHECK(t.policy().config().cut_graph_skip);
+  REQUIRE(t.policy().params().find("cut.w_x_graph"));
   REQUIRE(t.num_graphs() == 1);
   const nn::Tensor before = t.policy().params().values().clone();
   for (int i = 0; i < 3; ++i) t.step();
@@ -345,10 +352,94 @@ TEST_CASE("rl/decisions: a cut head of its own trains alone, the rest of the net
   CHECK(trunk_same);
   CHECK(head_moved);
   CHECK(t.policy().params().find("cut.sage0.w"));
+  const auto* wg = t.policy().params().find("cut.w_x_graph");  // starts at 0, learns
+  bool graph_skip_moved = false;
+  for (int64_t i = wg->offset; i < wg->offset + wg->shape[0] * wg->shape[1]; ++i)
+    graph_skip_moved = graph_skip_moved || after.data()[i] != 0;
+  CHECK(graph_skip_moved);
   // The op reading of the trained policy equals the checkpoint's.
   nn::NoGradGuard no_grad;
   const rl::PolicyInput a = op->policy().prepare(g, c), b = t.policy().prepare(g, c);
   CHECK(op->policy().forward(a).value().to_vector() == t.policy().forward(b).value().to_vector());
+}
+
+// The mix head (decision "mix"): five decisions per placement, a blend of the stage
+// coordinates cut over the devices. Its bins express the controls exactly (one device; the width
+// control, stage-cut over by_width at D stages), and PPO over the five decisions alone, from
+// a near-uniform start, finds a blend that beats the untrained one on a NAS graph whose branches
+// pay to run side by side.
+TEST_CASE("rl/mix decisions: a blend of coordinates as five decisions, the controls exact, PPO "
+          "learns one",
+          "[rl]") {
+  datasets::GenOptions o;  // smoke.json's amoebanet_small
+  o.batch = 1;
+  o.image_size = 64;
+  o.layers = 1;
+  o.hidden = 16;
+  const Graph g = datasets::generate("amoebanet", o);
+  rl::TrainConfig cfg = test::tiny_config();
+  cfg.policy.max_devices = 8;
+  cfg.policy.features = 4;
+  cfg.decisions = {"mix"};
+  cfg.samples_per_iteration = 16;
+  cfg.keep_reference = false;
+  REQUIRE(rl::TrainConfig::from_json(nlohmann::json::parse(R"({"decisions": ["mix"]})"), "c")
+              .policy.mix_head);
+  const rl::Policy policy(rl::TrainConfig::from_json(cfg.to_json(), "c").policy,
+                          rl::OpVocabulary::from_graphs({&g}), 3);
+  for (const char* cluster : {"v100x2-nvlink", "v100x6-nvlink"}) {
+    INFO(cluster);
+    const Cluster c = read_cluster(cluster);
+    const int32_t D = c.num_devices();
+    const rl::PolicyInput in = policy.prepare(g, c, CostModel(), "mix");
+    REQUIRE(in.mix);
+    CHECK(in.num_rows() == 1 + static_cast<int32_t>(rl::mix_columns().size()));
+    CHECK(in.mix_bins == 8);
+    CHECK_FALSE(in.anchored);  // the rows are bins, not devices
+    nn::NoGradGuard no_grad;
+    const nn::Tensor l = policy.forward(in).value();
+    REQUIRE(l.shape() == nn::Shape{in.num_rows(), 8});
+    for (int64_t i = 0; i < l.numel(); ++i) CHECK(std::abs(l[i]) < 0.5f);  // near uniform
+    // b = 0, every weight 0: one device. b = 4 / 8, the width's weight 1 (bin 6): the width
+    // control, op for op.
+    const std::vector<int32_t> one{0, 2, 2, 2, 2}, width{4, 2, 2, 2, 6};
+    const Placement p1 = rl::placement_of(in, one, 0);
+    CHECK(std::set<int32_t>(p1.device.begin(), p1.device.end()) == std::set<int32_t>{0});
+    const Placement pw = rl::placement_of(in, width, 0);
+    std::vector<double> w(static_cast<size_t>(g.num_ops()));
+    for (int32_t v = 0; v < g.num_ops(); ++v)
+      w[v] = in.features.x[static_cast<int64_t>(v) * rl::kNodeFeatures + rl::feat::stage_width];
+    CHECK(pw.device == place::stage_cut(g, w, D));
+    CHECK(std::set<int32_t>(pw.device.begin(), pw.device.end()).size() == static_cast<size_t>(D));
+    CHECK_THROWS_AS(rl::unit_actions(pw, in), std::invalid_argument);
+  }
+  // PPO alone: the levers that imitate devices are refused.
+  const Cluster c = read_cluster("v100x2-nvlink");
+  rl::TrainConfig elites = cfg;
+  elites.elite.size = 4;
+  CHECK_THROWS_AS(rl::Trainer(elites, {rl::TrainGraph{"nas", &g, &c, nullptr}}, CostModel(), 3),
+                  InputError);
+  rl::Trainer t(cfg, {rl::TrainGraph{"nas", &g, &c, nullptr}}, CostModel(), 3);
+  CHECK(t.policy().config().mix_head);
+  Simulator sim(g, c, CostModel());
+  auto greedy_step = [&] {
+    nn::NoGradGuard no_grad;
+    const rl::PolicyInput in = t.policy().prepare(g, c, CostModel(), "mix");
+    return sim.run(rl::placement_of(in, rl::greedy_actions(t.policy().forward(in).value()), 0))
+        .step_time_s;
+  };
+  const double untrained = greedy_step();
+  double first_entropy = 0, last_entropy = 0;
+  for (int i = 0; i < 40; ++i) {
+    const std::vector<rl::IterationStats> rows = t.step();
+    REQUIRE(rows.size() == 1);
+    (i == 0 ? first_entropy : last_entropy) = rows[0].entropy;
+  }
+  const double trained = greedy_step();
+  INFO("untrained " << untrained << " trained " << trained << " best " << t.run(0).best_step_s());
+  CHECK(last_entropy < first_entropy);
+  CHECK(trained < untrained);
+  CHECK(trained <= 1.05 * t.run(0).best_step_s());  // the greedy is near the best it sampled
 }
 
 TEST_CASE("rl/fine-tuning a stage policy into op decisions: same network, finer decisions",
