@@ -32,11 +32,11 @@ class StageCutPlacer : public Placer {
     std::vector<double> time(g.num_ops());
     for (int32_t v = 0; v < g.num_ops(); ++v) time[v] = pb.simulator().op_time_s(v, 0);
     const StageCoordinates sc = stage_coordinates(g, time);
-    const std::vector<double>& key = coordinate_ == "memory" ? sc.by_memory
-                                     : coordinate_ == "rank" ? sc.by_rank
-                                     : coordinate_ == "fold" ? sc.by_fold
+    const std::vector<double>& key = coordinate_ == "memory"  ? sc.by_memory
+                                     : coordinate_ == "rank"  ? sc.by_rank
+                                     : coordinate_ == "fold"  ? sc.by_fold
                                      : coordinate_ == "width" ? sc.by_width
-                                                             : sc.by_time;
+                                                              : sc.by_time;
     const int32_t lo = stages_ > 0 ? stages_ : 1, hi = stages_ > 0 ? stages_ : D;
     int32_t raw_valid = 0, repaired = 0, tried = 0;
     Placement first;

@@ -115,9 +115,8 @@ struct Concurrency {
 // (stages.h). level (N): forward_levels(g); rank_time (R): each rank's time, all phases. A rank
 // without a forward op that computes is alone: fold 0.5, share 1.
 Concurrency concurrency(const Graph& g, const std::vector<char>& computes,
-                        const std::vector<int32_t>& level,
-                        const std::vector<int32_t>& rank, size_t R,
-                        const std::vector<double>& op_time_s,
+                        const std::vector<int32_t>& level, const std::vector<int32_t>& rank,
+                        size_t R, const std::vector<double>& op_time_s,
                         const std::vector<double>& rank_time) {
   const int32_t N = g.num_ops();
   // Time-weighted quartiles of each rank's forward levels (an op of time 0 weighs as one of
@@ -411,7 +410,9 @@ StageCoordinates stage_coordinates(const Graph& g, const std::vector<double>& op
     }
   sc.by_width.resize(N);
   for (int32_t v = 0; v < N; ++v) {
-    sc.by_width[v] = width_count[rank[v]] > 0 ? std::clamp(width_sum[rank[v]] / width_count[rank[v]], 0.0, 1.0) : 0.5;
+    sc.by_width[v] = width_count[rank[v]] > 0
+                         ? std::clamp(width_sum[rank[v]] / width_count[rank[v]], 0.0, 1.0)
+                         : 0.5;
     sc.by_time[v] = mid_time[rank[v]];
     sc.by_memory[v] = mid_memory[rank[v]];
     sc.by_rank[v] = (rank[v] + 0.5) / static_cast<double>(R);

@@ -219,8 +219,7 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
     const nlohmann::json& d = sj.array(j, "decisions", "");
     c.decisions.clear();
     for (size_t i = 0; i < d.size(); ++i) {
-      if (!d[i].is_string() ||
-          (d[i] != "op" && d[i] != "stage" && d[i] != "cut" && d[i] != "mix"))
+      if (!d[i].is_string() || (d[i] != "op" && d[i] != "stage" && d[i] != "cut" && d[i] != "mix"))
         sj.fail(json_path("decisions", i), "expected \"op\", \"stage\", \"cut\" or \"mix\"");
       const std::string x = d[i].get<std::string>();
       if (std::find(c.decisions.begin(), c.decisions.end(), x) != c.decisions.end())

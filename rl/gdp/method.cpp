@@ -193,7 +193,7 @@ class GdpPlacer : public place::Placer {
       n -= total;
     }
     Rng rng(run.seed());
-    std::vector<double> t = run.evaluate(ps);   // the greedy placements and their counts
+    std::vector<double> t = run.evaluate(ps);  // the greedy placements and their counts
     // count samples of decoding i, simulated: placements not seen before only (a repeat tells
     // nothing and costs a simulation), drawn one at a time (the same rng sequence as drawing
     // them at once), at most 4 count + 16 draws; returns how many it simulated.
@@ -203,7 +203,8 @@ class GdpPlacer : public place::Placer {
       std::vector<Placement> batch;
       for (int32_t tries = 0; static_cast<int32_t>(batch.size()) < count && tries < 4 * count + 16;
            ++tries) {
-        Placement p = placement_of(dec[i].in, sample_actions(dec[i].logits, 1, rng, temperature_), 0);
+        Placement p =
+            placement_of(dec[i].in, sample_actions(dec[i].logits, 1, rng, temperature_), 0);
         if (!seen.insert(p.device).second) continue;
         batch.push_back(std::move(p));
         from.push_back(dec[i].decision + " decisions' sample");

@@ -151,10 +151,10 @@ struct BasicPolicyInput {
   nn::BasicTensor<T> x, stats;        // features as T
   nn::BasicTensor<T> device_x;        // (A, P) the position head's device features (zeros else)
   int32_t num_devices = 0;
-  bool devices_used = false;    // the logits' last row is the devices-used decision (PolicyConfig)
-  bool cut = false;             // decision "cut": the unit rows come from the cut head
-  nn::BasicTensor<T> cut_bins;  // (1, A) k + 0.5 for the devices k < D, 0 beyond (masked)
-  nn::BasicTensor<T> cut_x;     // (N, C) the structural coordinates the cut head's skip reads
+  bool devices_used = false;     // the logits' last row is the devices-used decision (PolicyConfig)
+  bool cut = false;              // decision "cut": the unit rows come from the cut head
+  nn::BasicTensor<T> cut_bins;   // (1, A) k + 0.5 for the devices k < D, 0 beyond (masked)
+  nn::BasicTensor<T> cut_x;      // (N, C) the structural coordinates the cut head's skip reads
   bool mix = false;              // decision "mix": the rows are the blend's bias and weights
   int32_t mix_rows = 0;          // 1 + M with mix
   int32_t mix_bins = 0;          // open bins per row: min(A, 8)

@@ -218,8 +218,8 @@ TEST_CASE("place/stages: two branches at the same levels fold onto one coordinat
   // the end are equal (4 ops each), so mmA holds [0, 0.5] and mmB [0.5, 1] (the reads' whole
   // [0, 1] is wider); addAB joins them back to [0, 1], and mmC and loss follow it. A rank reads
   // the mean midpoint of its ops that compute (x, the variables and reads do not).
-  std::map<int32_t, double> mid{{mm[0], 0.25}, {mm[1], 0.75}, {sum, 0.5}, {mm[2], 0.5},
-                                {loss, 0.5}};
+  std::map<int32_t, double> mid{
+      {mm[0], 0.25}, {mm[1], 0.75}, {sum, 0.5}, {mm[2], 0.5}, {loss, 0.5}};
   std::vector<double> total(3, 0);
   std::vector<int> count(3, 0);
   for (const auto& [v, m] : mid) {

@@ -195,8 +195,8 @@ TEST_CASE("rl/gdp/policy cut head: the width control through a skip weight set b
         cfg.to_json());
   CHECK(!rl::PolicyConfig().cut_branch);  // checkpoints without the keys read as before
   CHECK(!rl::PolicyConfig().cut_graph_skip);
-  CHECK_THROWS_AS(
-      rl::PolicyConfig::from_json(nlohmann::json::parse(R"({"cut_branch": 1})"), "c"), InputError);
+  CHECK_THROWS_AS(rl::PolicyConfig::from_json(nlohmann::json::parse(R"({"cut_branch": 1})"), "c"),
+                  InputError);
   rl::Policy policy(cfg, vocab_of(g), 3);
   const std::vector<int32_t> cols = rl::cut_columns(4, true);
   REQUIRE(cols.size() == rl::cut_columns(4).size() + 1);

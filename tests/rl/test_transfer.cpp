@@ -368,9 +368,10 @@ TEST_CASE("rl/decisions: a cut head of its own trains alone, the rest of the net
 // control, stage-cut over by_width at D stages), and PPO over the five decisions alone, from
 // a near-uniform start, finds a blend that beats the untrained one on a NAS graph whose branches
 // pay to run side by side.
-TEST_CASE("rl/mix decisions: a blend of coordinates as five decisions, the controls exact, PPO "
-          "learns one",
-          "[rl]") {
+TEST_CASE(
+    "rl/mix decisions: a blend of coordinates as five decisions, the controls exact, PPO "
+    "learns one",
+    "[rl]") {
   datasets::GenOptions o;  // smoke.json's amoebanet_small
   o.batch = 1;
   o.image_size = 64;
