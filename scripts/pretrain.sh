@@ -4,29 +4,33 @@
 #   scripts/pretrain.sh                 train runs/pretrain (or resume it), then package it
 #   scripts/pretrain.sh --package RUN   package an existing `gdp train --suite` run only
 #
-# Training, in three phases over datasets/suites/pretrain.json (no holdout.json, smoke.json or
+# Training, in four phases over datasets/suites/pretrain.json (no holdout.json, smoke.json or
 # pipedream.json graph), seed 1, 2 threads (docs/ppo.md, "Regimes"):
 #   1. RUN-op: the transfer regime (the default of `gdp train --suite`: plain PPO, one decision
 #      per op, features 4), 100 iterations;
 #   2. RUN-joint: 30 iterations more from RUN-op's policy (--init) with each graph trained under
 #      both decisions, per op and per stage (config "decisions": ["op", "stage"]);
-#   3. RUN: 300 iterations more from RUN-joint's policy with a cut head of its own encoder
+#   3. RUN-cut: 300 iterations more from RUN-joint's policy with a cut head of its own encoder
 #      ("decisions": ["cut"], "cut_width": 32; docs/policy.md, "The cut head"): only the head
-#      trains, so the op and stage readings are phase 2's.
+#      trains, so the op and stage readings are phase 2's;
+#   4. RUN: 300 iterations more from RUN-cut's policy with a mix head ("decisions": ["mix"];
+#      docs/policy.md, "The mix head"): only the head trains, the other readings are phase 3's.
 # At the commits in pretrained.json the same commands give the same checkpoint. GDP_PRETRAIN_ARGS
 # adds flags to every phase; GDP_PRETRAIN_COMMIT names the commit of the binary that trained a
 # packaged run (default HEAD). Packaging keeps config.json, the last checkpoint (parameters and
 # Adam state), a state.json that names it, summary.json when the run finished, and
 # pretrained.json: the suite, the commands, the commit, samples, iterations and wall time of
 # every phase (a run that started from a packaged policy, --init models/gdp-pretrained, takes
-# the phases that policy's pretrained.json lists). Takes about 40 minutes on 2 cores (22 + 14 + 4).
+# the phases that policy's pretrained.json lists). Takes about 41 minutes on 2 cores (22 + 14 + 4
+# + 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GDP=${GDP:-./build/gdp}
 SAMPLES=${GDP_PRETRAIN_SAMPLES:-65641}
 ITERATIONS=${GDP_PRETRAIN_ITERATIONS:-100}    # phase 1: 100 iterations, 65,641 samples
 JOINT_ITERATIONS=${GDP_PRETRAIN_JOINT_ITERATIONS:-30}  # phase 2 (0: phase 1 only)
-CUT_ITERATIONS=${GDP_PRETRAIN_CUT_ITERATIONS:-300}     # phase 3 (0: phases 1 and 2 only)
+CUT_ITERATIONS=${GDP_PRETRAIN_CUT_ITERATIONS:-300}     # phase 3 (0: none)
+MIX_ITERATIONS=${GDP_PRETRAIN_MIX_ITERATIONS:-300}     # phase 4 (0: none)
 OUT=models/gdp-pretrained
 
 # Runs one phase: DIR finished is kept, DIR with a checkpoint resumed, else COMMAND trains it.
@@ -47,9 +51,12 @@ if [ "${1:-}" = "--package" ]; then
   COMMAND=${GDP_PRETRAIN_COMMAND:-"(see $RUN/config.json)"}
 else
   RUN=${1:-runs/pretrain}
-  OP_RUN=$RUN-op
+  # Each phase in its own directory, the last one in RUN; a phase of 0 iterations is skipped.
+  CUT_RUN=$RUN-cut
+  [ "$MIX_ITERATIONS" = 0 ] && CUT_RUN=$RUN
   JOINT_RUN=$RUN-joint
-  [ "$CUT_ITERATIONS" = 0 ] && JOINT_RUN=$RUN
+  [ "$CUT_ITERATIONS" = 0 ] && JOINT_RUN=$CUT_RUN
+  OP_RUN=$RUN-op
   [ "$JOINT_ITERATIONS" = 0 ] && OP_RUN=$JOINT_RUN
   COMMAND="$GDP train --suite datasets/suites/pretrain.json --out $OP_RUN --samples $SAMPLES --seed 1 --iterations $ITERATIONS ${GDP_PRETRAIN_ARGS:-}"
   phase "$OP_RUN" "$COMMAND"
@@ -68,8 +75,12 @@ else
       '{"regime": "transfer", "policy": {"features": 4}, "decisions": ["op", "stage"]}'
   fi
   if [ "$CUT_ITERATIONS" != 0 ]; then
-    later_phase "$RUN" "$JOINT_RUN" "$CUT_ITERATIONS" 4000000 "$JOINT_RUN/cut.config.json" \
+    later_phase "$CUT_RUN" "$JOINT_RUN" "$CUT_ITERATIONS" 4000000 "$JOINT_RUN/cut.config.json" \
       '{"regime": "transfer", "policy": {"features": 4, "cut_width": 32}, "decisions": ["cut"]}'
+  fi
+  if [ "$MIX_ITERATIONS" != 0 ]; then
+    later_phase "$RUN" "$CUT_RUN" "$MIX_ITERATIONS" 4000000 "$CUT_RUN/mix.config.json" \
+      '{"regime": "transfer", "decisions": ["mix"]}'
   fi
 fi
 
