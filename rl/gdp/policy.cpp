@@ -82,7 +82,7 @@ PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string&
                             "decision",         "head",           "head_hidden",
                             "devices_used",     "cut_head",       "cut_trunk",
                             "cut_width",        "cut_branch",     "cut_graph_skip",
-                            "mix_head"});
+                            "mix_head",         "mix_stats"});
   PolicyConfig c;
   c.max_devices = int_key(sj, j, "max_devices", c.max_devices, 1, 1024);
   c.type_embedding = int_key(sj, j, "type_embedding", c.type_embedding, 1, 4096);
@@ -118,6 +118,7 @@ PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string&
   c.cut_branch = bool_key(sj, j, "cut_branch", c.cut_branch);
   c.cut_graph_skip = bool_key(sj, j, "cut_graph_skip", c.cut_graph_skip);
   c.mix_head = bool_key(sj, j, "mix_head", c.mix_head) || c.decision == "mix";
+  c.mix_stats = bool_key(sj, j, "mix_stats", c.mix_stats);
   if (c.width % c.heads != 0)
     sj.fail("heads", "expected a divisor of width " + std::to_string(c.width) + ", got " +
                          std::to_string(c.heads));
@@ -151,6 +152,7 @@ nlohmann::ordered_json PolicyConfig::to_json() const {
   j["cut_branch"] = cut_branch;
   j["cut_graph_skip"] = cut_graph_skip;
   j["mix_head"] = mix_head;
+  j["mix_stats"] = mix_stats;
   return j;
 }
 
@@ -236,7 +238,8 @@ BasicPolicy<T>::BasicPolicy(const PolicyConfig& config, OpVocabulary vocab, uint
     if (c.cut_graph_skip) w_cut_xg_ = params_.add_constant("cut.w_x_graph", {C, G}, T(0));
   }
   if (c.mix_head) {  // last: logits near uniform over the bins (small weights, zero bias)
-    const int32_t M = static_cast<int32_t>(mix_columns().size()), I = G + 2 * M;
+    const int32_t M = static_cast<int32_t>(mix_columns().size());
+    const int32_t I = (c.mix_stats ? G : 1) + 2 * M;
     w_mix_ = params_.add_uniform("mix.w", {(1 + M) * A, I}, 0.01 * bound(I), rng_);
     b_mix_ = params_.add_constant("mix.b", {(1 + M) * A}, T(0));
   }
@@ -360,10 +363,14 @@ BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c, co
     for (int32_t u = 0; u < U; ++u)
       for (int32_t j = 0; j < M; ++j)
         in.mix_unit[static_cast<size_t>(u) * M + j] *= static_cast<double>(scale[u]);
-    const int32_t G = graph_width();
+    // [graph statistics | mean | std], or [log2 D | mean | std] without mix_stats.
+    const int32_t G = config_.mix_stats ? graph_width() : 1;
     std::vector<T> mx(static_cast<size_t>(G + 2 * M));
     const float* gs = in.features.graph_stats.data();
-    for (int32_t k = 0; k < G; ++k) mx[k] = static_cast<T>(gs[k]);
+    if (config_.mix_stats)
+      for (int32_t k = 0; k < G; ++k) mx[k] = static_cast<T>(gs[k]);
+    else
+      mx[0] = static_cast<T>(std::log2(static_cast<double>(D)));
     for (int32_t j = 0; j < M; ++j) {
       const double mean = N > 0 ? sum[j] / N : 0;
       mx[G + j] = static_cast<T>(mean);

@@ -132,6 +132,10 @@ struct PolicyConfig {
   // scalar reward resolves them at a few samples (the exploration the per-unit readings lack:
   // a whole blend, e.g. the branches side by side, is one draw).
   bool mix_head = false;
+  // What the mix head reads: true, the graph statistics and the coordinates' mean and spread;
+  // false, the coordinates' mean and spread and the device count only (no absolute size, which
+  // a linear map extrapolates badly from the pre-training graphs to a 53k-op one).
+  bool mix_stats = true;
 
   // Strict: unknown keys, wrong types and impossible values are InputErrors naming `source`
   // and the key. Missing keys keep their defaults.
@@ -158,7 +162,7 @@ struct BasicPolicyInput {
   bool mix = false;              // decision "mix": the rows are the blend's bias and weights
   int32_t mix_rows = 0;          // 1 + M with mix
   int32_t mix_bins = 0;          // open bins per row: min(A, 8)
-  nn::BasicTensor<T> mix_x;      // (1, G + 2M) graph statistics, the coordinates' mean and std
+  nn::BasicTensor<T> mix_x;      // (1, I) [graph statistics |] the coordinates' mean and std
   std::vector<double> mix_unit;  // (U * M) each unit's mean coordinates (mix_columns)
   int32_t num_units() const { return units.num_units(); }
   // Decisions per placement (R): the units, and the devices-used row where there is one; with

@@ -75,7 +75,10 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
       config_.policy.cut_branch = own.cut_branch;
       config_.policy.cut_graph_skip = own.cut_graph_skip;
     }
-    if (mix) config_.policy.mix_head = true;  // a head the checkpoint lacks starts at its start
+    if (mix && !config_.policy.mix_head) {  // a head the checkpoint lacks: this run's options
+      config_.policy.mix_head = true;
+      config_.policy.mix_stats = own.mix_stats;
+    }
     policy_ = std::make_unique<Policy>(config_.policy, init->vocabulary(), seed);
     copy_parameters_by_name(init->params(), policy_->params());  // a new cut head keeps its start
   } else {

@@ -414,6 +414,24 @@ TEST_CASE(
     CHECK(std::set<int32_t>(pw.device.begin(), pw.device.end()).size() == static_cast<size_t>(D));
     CHECK_THROWS_AS(rl::unit_actions(pw, in), std::invalid_argument);
   }
+  // Without the graph statistics (mix_stats false) the head reads log2 D and the coordinates'
+  // mean and spread only: 1 + 2M inputs; the bins read the same.
+  {
+    rl::PolicyConfig pc = rl::TrainConfig::from_json(cfg.to_json(), "c").policy;
+    pc.mix_stats = false;
+    CHECK(rl::PolicyConfig::from_json(nlohmann::json::parse(pc.to_json().dump()), "x").to_json() ==
+          pc.to_json());
+    const rl::Policy lean(pc, rl::OpVocabulary::from_graphs({&g}), 3);
+    const int64_t M = static_cast<int64_t>(rl::mix_columns().size());
+    CHECK(lean.params().find("mix.w")->shape == nn::Shape{(1 + M) * 8, 1 + 2 * M});
+    const Cluster c4 = read_cluster("v100x4-nvlink");
+    const rl::PolicyInput in = lean.prepare(g, c4, CostModel(), "mix");
+    REQUIRE(in.mix_x.dim(1) == 1 + 2 * M);
+    CHECK(in.mix_x.to_vector()[0] == Approx(2.0));  // log2 of 4 devices
+    const rl::PolicyInput full = policy.prepare(g, c4, CostModel(), "mix");
+    CHECK(rl::placement_of(in, {4, 2, 2, 2, 6}, 0).device ==
+          rl::placement_of(full, {4, 2, 2, 2, 6}, 0).device);
+  }
   // PPO alone: the levers that imitate devices are refused.
   const Cluster c = read_cluster("v100x2-nvlink");
   rl::TrainConfig elites = cfg;
