@@ -183,8 +183,10 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
       c.ppo.baseline = Baseline::loo;
     else if (b == "rank")
       c.ppo.baseline = Baseline::rank;
+    else if (b == "top")
+      c.ppo.baseline = Baseline::top;
     else
-      sp.fail("baseline", "expected \"mean\", \"loo\" or \"rank\", got \"" + b + "\"");
+      sp.fail("baseline", "expected \"mean\", \"loo\", \"rank\" or \"top\", got \"" + b + "\"");
   }
   read_section(sj, j, "reward", source, reward_keys(), c.reward);
   read_keys(sj, j, train_keys(), c);

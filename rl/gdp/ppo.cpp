@@ -126,6 +126,8 @@ const char* baseline_name(Baseline b) {
       return "loo";
     case Baseline::rank:
       return "rank";
+    case Baseline::top:
+      return "top";
   }
   return "?";
 }
@@ -164,9 +166,19 @@ std::vector<double> advantages(const std::vector<double>& rewards, const PpoConf
       }
       break;
     }
+    case Baseline::top: {  // q: the upper quartile, linear between order statistics
+      std::vector<double> r(rewards);
+      std::sort(r.begin(), r.end());
+      const double pos = 0.75 * (K - 1);
+      const size_t lo = static_cast<size_t>(std::floor(pos));
+      const size_t hi = std::min(lo + 1, n - 1);
+      const double q = r[lo] + (pos - static_cast<double>(lo)) * (r[hi] - r[lo]);
+      for (size_t k = 0; k < n; ++k) adv[k] = std::max(0.0, rewards[k] - q);
+      break;
+    }
   }
   if (c.normalize_advantages) {
-    double var = 0;  // every baseline above is centred: mean_k adv_k = 0
+    double var = 0;  // the root mean square (the centred baselines' std; top's is not centred)
     for (double a : adv) var += a * a;
     const double scale = 1.0 / (std::max(std::sqrt(var / K), c.std_floor) + 1e-8);
     for (double& a : adv) a *= scale;

@@ -46,6 +46,10 @@ enum class Baseline {
   mean,  // r_k - mean_j r_j
   loo,   // r_k - mean_{j != k} r_j  (leave-one-out: the baseline does not see its own sample)
   rank,  // centred ranks: (rank_k / (K - 1)) - 1/2, ties share their mean rank; scale-free
+  // risk-seeking (Petersen et al. 2021, deep symbolic regression): (r_k - q) for the samples
+  // at or above q, the rewards' upper quartile, 0 for the others: the policy is pushed toward
+  // its best draws only, what a best-of-N zero-shot search reads, not its mean.
+  top,
 };
 const char* baseline_name(Baseline b);
 

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "nn/gradcheck.h"
+#include "rl/gdp/config.h"
 #include "rl/gdp/ppo.h"
 
 using namespace gdp;
@@ -387,6 +388,20 @@ TEST_CASE("rl/gdp/ppo advantages: baseline, normalization, single sample, zero s
   CHECK(f[0] == Approx(-0.001 / (0.01 + 1e-8)).epsilon(1e-9));
   CHECK(f[2] == Approx(0.001 / (0.01 + 1e-8)).epsilon(1e-9));
   CHECK(advantages({1.0, 2.0, 3.0}, floored) == a);  // above the floor: unchanged
+  // top (risk-seeking): the samples above the upper quartile q, by how much; the others 0. Five
+  // rewards: q sits at order statistic 3 of 0..4, the second best.
+  PpoConfig top = raw;
+  top.baseline = rl::Baseline::top;
+  CHECK(advantages({-5.0, -1.0, -4.0, -2.0, -3.0}, top) ==
+        std::vector<double>{0.0, 1.0, 0.0, 0.0, 0.0});
+  // Four rewards: q = 0.75 of the way from the third to the fourth, 3.25.
+  CHECK(advantages({1.0, 2.0, 3.0, 4.0}, top) == std::vector<double>{0.0, 0.0, 0.0, 0.75});
+  top.normalize_advantages = true;  // divided by the root mean square
+  const auto t = advantages({1.0, 2.0, 3.0, 4.0}, top);
+  CHECK(t[3] == Approx(0.75 / (std::sqrt(0.75 * 0.75 / 4) + 1e-8)));
+  CHECK(advantages({-1.0, -1.0, -1.0}, top) == std::vector<double>{0.0, 0.0, 0.0});
+  CHECK(rl::TrainConfig::from_json(nlohmann::json::parse(R"({"ppo": {"baseline": "top"}})"), "c")
+            .ppo.baseline == rl::Baseline::top);
 }
 
 TEST_CASE("rl/gdp/ppo stats: ratio 1, and a clipped case by hand", "[rl]") {
