@@ -250,7 +250,8 @@ TEST_CASE("rl/gdp/trainer config: the levers' keys are strict", "[rl]") {
   CHECK_THAT(err(R"({"warm_start": ["gdp"]})"), Contains("cannot warm-start itself"));
   CHECK_THAT(err(R"({"elite": {"sise": 3}})"), Contains("sise"));
   CHECK_THAT(err(R"({"explore": {"local_fraction": 1.5}})"), Contains("local_fraction"));
-  CHECK_THAT(err(R"({"ppo": {"baseline": "median"}})"), Contains("\"mean\", \"loo\" or \"rank\""));
+  CHECK_THAT(err(R"({"ppo": {"baseline": "median"}})"),
+             Contains("\"mean\", \"loo\", \"rank\" or \"top\""));
   const rl::TrainConfig c = rl::TrainConfig::from_json(lever_config().to_json(), "cfg.json");
   CHECK(c.to_json() == lever_config().to_json());
 }
