@@ -200,15 +200,14 @@ Concurrency concurrency(const Graph& g, const std::vector<char>& computes,
 
 // Midpoint of each forward op's branch interval (stages.h, by_width); NaN for other ops.
 // computes: computes_forward(g, units); the intervals an op gives the ops it feeds count as
-// from a source when it does not compute.
+// from a source when it does not compute. pos (N): each op's topological position.
 std::vector<double> branch_midpoints(const Graph& g, const std::vector<char>& computes,
+                                     const std::vector<int32_t>& pos,
                                      const std::vector<double>& op_time_s) {
   const int32_t N = g.num_ops();
   auto forward = [&](int32_t v) { return g.op(v).phase == Phase::forward; };
   const auto& edges = g.edges();
   // Forward successors, deduplicated, in topological order of the successor.
-  std::vector<int32_t> pos(N);
-  for (int32_t k = 0; k < N; ++k) pos[g.topo_order()[k]] = k;
   std::vector<std::vector<int32_t>> succ(N);
   for (int32_t v = 0; v < N; ++v) {
     if (!forward(v)) continue;
@@ -400,7 +399,7 @@ StageCoordinates stage_coordinates(const Graph& g, const std::vector<double>& op
   sc.by_rank.resize(N);
   sc.by_fold.resize(N);
   sc.share.resize(N);
-  const std::vector<double> branch = branch_midpoints(g, computes, op_time_s);
+  const std::vector<double> branch = branch_midpoints(g, computes, pos, op_time_s);
   std::vector<double> width_sum(R, 0);
   std::vector<int32_t> width_count(R, 0);
   for (int32_t v = 0; v < N; ++v)

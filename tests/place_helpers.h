@@ -37,6 +37,15 @@ inline Graph small_rnnlm() {
   return datasets::generate("rnnlm", o);
 }
 
+// Inception-v3 at batch 2 and 96x96 images (1,819 ops, smoke.json's inception_v3_small): a
+// small graph whose blocks have parallel towers.
+inline Graph small_inception() {
+  datasets::GenOptions o;
+  o.batch = 2;
+  o.image_size = 96;
+  return datasets::generate("inception_v3", o);
+}
+
 // The human placement with its strategy report (default cost model).
 inline Placement human(const Graph& g, const Cluster& c,
                        place::HumanPlacementInfo* info = nullptr) {

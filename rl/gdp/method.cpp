@@ -231,20 +231,21 @@ class GdpPlacer : public place::Placer {
       // "best": rounds of about n / 8 samples, one to each decoding in turn, then each next
       // round to the decoding whose fastest candidate so far is the fastest (ties: the
       // earlier one), so that the samples go where the network's reading is best.
+      // An exhausted decoding leaves the lead to the next fastest; what it could not draw
+      // stays in the budget.
       const int32_t chunk = std::max(1, n / 8);
       int32_t left = n;
-      for (size_t i = 0; i < G && left > 0; ++i) {
-        draw(i, std::min(chunk, left));
-        left -= std::min(chunk, left);
-      }
-      while (left > 0) {
+      for (size_t i = 0; i < G && left > 0; ++i) left -= draw(i, std::min(chunk, left));
+      while (left > 0 && std::find(exhausted.begin(), exhausted.end(), 0) != exhausted.end()) {
         std::vector<double> fastest(G, std::numeric_limits<double>::infinity());
         for (size_t k = 0; k < t.size(); ++k)
-          if (std::isfinite(t[k])) fastest[source[k]] = std::min(fastest[source[k]], t[k]);
-        const size_t lead =
-            static_cast<size_t>(std::min_element(fastest.begin(), fastest.end()) - fastest.begin());
-        draw(lead, std::min(chunk, left));
-        left -= std::min(chunk, left);
+          if (std::isfinite(t[k]) && !exhausted[source[k]])
+            fastest[source[k]] = std::min(fastest[source[k]], t[k]);
+        size_t lead = 0;  // the fastest open decoding (ties, or nothing valid yet: the earliest)
+        while (exhausted[lead]) ++lead;
+        for (size_t i = 0; i < G; ++i)
+          if (!exhausted[i] && fastest[i] < fastest[lead]) lead = i;
+        left -= draw(lead, std::min(chunk, left));
       }
     }
     int32_t raw_valid = 0;

@@ -330,8 +330,10 @@ BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c, co
   in.devices_used = config_.devices_used && !in.mix;
   const std::vector<int32_t>& mix_cols = mix_columns();
   const int32_t M = static_cast<int32_t>(mix_cols.size());
-  in.mix_rows = 1 + M;
-  in.mix_bins = std::min(A, 8);
+  if (in.mix) {
+    in.mix_rows = 1 + M;
+    in.mix_bins = std::min(A, 8);
+  }
   const int32_t R = in.num_rows();
   std::vector<T> mask(static_cast<size_t>(R) * A, T(0));
   for (int32_t u = 0; u < R; ++u)

@@ -52,13 +52,6 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
                    std::find(config_.decisions.begin(), config_.decisions.end(), "mix") !=
                        config_.decisions.end();
   config_.policy.mix_head = mix;
-  if (mix && (config_.elite.size > 0 || config_.explore.local_fraction > 0 ||
-              config_.expert.anneal_samples > 0 || !config_.warm_start.empty() ||
-              config_.imitation_steps > 0))
-    throw InputError(
-        "train: decision \"mix\" trains by PPO alone (its decisions are a blend's weights, not "
-        "devices); expected elite.size 0, explore.local_fraction 0, expert.anneal_samples 0, "
-        "no warm_start and imitation_steps 0 (the transfer regime's)");
   if (init) {
     // Fine-tuning keeps its start: no behaviour cloning over the checkpoint (it would overwrite
     // what pre-training learned). The elites and local proposals start from the policy's own
@@ -79,6 +72,19 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
       config_.policy.mix_head = true;
       config_.policy.mix_stats = own.mix_stats;
     }
+  }
+  // Checked on the run as it will train (over a checkpoint the warm start and cloning are off).
+  const bool trains_mix = config_.policy.decision == "mix" ||
+                          std::find(config_.decisions.begin(), config_.decisions.end(), "mix") !=
+                              config_.decisions.end();
+  if (trains_mix && (config_.elite.size > 0 || config_.explore.local_fraction > 0 ||
+                     config_.expert.anneal_samples > 0 || !config_.warm_start.empty() ||
+                     config_.imitation_steps > 0))
+    throw InputError(
+        "train: decision \"mix\" trains by PPO alone (its decisions are a blend's weights, not "
+        "devices); expected elite.size 0, explore.local_fraction 0, expert.anneal_samples 0, "
+        "no warm_start and imitation_steps 0 (the transfer regime's)");
+  if (init) {
     policy_ = std::make_unique<Policy>(config_.policy, init->vocabulary(), seed);
     copy_parameters_by_name(init->params(), policy_->params());  // a new cut head keeps its start
   } else {

@@ -262,10 +262,7 @@ TEST_CASE("place/stages: the width splits a fork by the branches' paths to the e
 
 TEST_CASE("place/stages: the width sets Inception's towers apart from structure alone",
           "[place][stages]") {
-  datasets::GenOptions o;
-  o.batch = 2;
-  o.image_size = 96;
-  const Graph g = datasets::generate("inception_v3", o);
+  const Graph g = test::small_inception();
   const StageCoordinates sc = stage_coordinates(g, unit_times(g));
   // In every Mixed block (from the scopes, which the coordinates never read), the forward
   // convolutions of its towers do not all read one width, and the first tower reads below

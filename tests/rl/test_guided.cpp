@@ -355,6 +355,10 @@ TEST_CASE("rl/zero-shot decodes op and stage decisions, and a rowless policy at 
   const place::PlaceResult single = zs(pb1, {{"samples", 20}, {"decode", "both"}});
   CHECK(single.report.samples == 2);
   CHECK(drawn(single.report.note).empty());
+  const place::PlaceResult lead1 =
+      zs(pb1, {{"samples", 20}, {"decode", "both"}, {"allocate", "best"}});
+  CHECK(lead1.report.samples == 2);  // every decoding exhausted: the rounds stop
+  CHECK(drawn(lead1.report.note).empty());
 }
 
 // The regression issue 27 started from (a shipped policy that placed held-out graphs worse

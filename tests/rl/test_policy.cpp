@@ -35,6 +35,44 @@ std::string error_of(const std::function<void()>& f) {
 
 rl::OpVocabulary vocab_of(const Graph& g) { return rl::OpVocabulary::from_graphs({&g}); }
 
+// Sets every entry of the named parameter to value.
+void fill_parameter(rl::Policy& policy, const char* name, float value) {
+  const auto* e = policy.params().find(name);
+  REQUIRE(e);
+  int64_t n = 1;
+  for (int64_t d : e->shape) n *= d;
+  float* v = policy.params().values().data() + e->offset;
+  std::fill(v, v + n, value);
+}
+
+struct ControlAgreement {
+  int64_t same = 0;    // ops on the control's device, or one below it where D x c is whole
+  int64_t ties = 0;    // ops of the second kind
+  size_t devices = 0;  // devices the greedy placement uses
+};
+
+// The greedy placement of a cut head whose mu is the feature column `column` against the
+// control, stage-cut of that column at D stages: where D x c is a whole number the two
+// neighbouring devices tie in the head's logits and the greedy takes the lower, floor the upper.
+ControlAgreement against_control(const rl::Policy& policy, const rl::PolicyInput& in,
+                                 const Graph& g, int32_t column) {
+  nn::NoGradGuard no_grad;
+  const Placement p = rl::placement_of(in, rl::greedy_actions(policy.forward(in).value()), 0);
+  std::vector<double> c(static_cast<size_t>(g.num_ops()));
+  for (int32_t v = 0; v < g.num_ops(); ++v)
+    c[v] = in.features.x[static_cast<int64_t>(v) * rl::kNodeFeatures + column];
+  const std::vector<int32_t> control = place::stage_cut(g, c, in.num_devices);
+  const double D = in.num_devices;
+  ControlAgreement a;
+  for (int32_t v = 0; v < g.num_ops(); ++v) {
+    const bool tie = std::abs(D * c[v] - std::round(D * c[v])) < 1e-5;
+    a.ties += tie && p.device[v] != control[v];
+    a.same += p.device[v] == control[v] || (tie && p.device[v] == control[v] - 1);
+  }
+  a.devices = std::set<int32_t>(p.device.begin(), p.device.end()).size();
+  return a;
+}
+
 }  // namespace
 
 TEST_CASE("rl/gdp/policy config: defaults, round trip, strict keys", "[rl]") {
@@ -131,46 +169,21 @@ TEST_CASE("rl/gdp/policy cut head: a position per stage, the fold control expres
   // the control has none).
   cfg.anchor = false;
   rl::Policy fold_policy(cfg, vocab_of(g), 3);
+  for (const char* name : {"cut.w", "cut.b", "cut.w_x"}) fill_parameter(fold_policy, name, 0);
   {
-    nn::Tensor v = fold_policy.params().values();
-    auto fill = [&](const char* name, float value) {
-      const auto* e = fold_policy.params().find(name);
-      REQUIRE(e);
-      int64_t n = 1;
-      for (int64_t d : e->shape) n *= d;
-      std::fill(v.data() + e->offset, v.data() + e->offset + n, value);
-    };
-    fill("cut.w", 0);
-    fill("cut.b", 0);
-    fill("cut.w_x", 0);
     const std::vector<int32_t> cols = rl::cut_columns(4);
     const auto at = std::find(cols.begin(), cols.end(), static_cast<int32_t>(rl::feat::stage_fold));
     REQUIRE(at != cols.end());
-    v.data()[fold_policy.params().find("cut.w_x")->offset + (at - cols.begin())] = 0.2f;  // gain 5
+    fold_policy.params().values().data()[fold_policy.params().find("cut.w_x")->offset +
+                                         (at - cols.begin())] = 0.2f;  // gain 5
   }
   for (const char* cluster : {"v100x4-nvlink", "v100x6-nvlink", "v100x8-nvlink"}) {
     INFO(cluster);
-    const Cluster c = read_cluster(cluster);
-    const rl::PolicyInput in = fold_policy.prepare(g, c, CostModel(), "cut");
-    nn::NoGradGuard no_grad;
-    const Placement p =
-        rl::placement_of(in, rl::greedy_actions(fold_policy.forward(in).value()), 0);
-    std::vector<double> fold(static_cast<size_t>(g.num_ops()));
-    for (int32_t v = 0; v < g.num_ops(); ++v)
-      fold[v] = in.features.x[static_cast<int64_t>(v) * rl::kNodeFeatures + rl::feat::stage_fold];
-    const std::vector<int32_t> control = place::stage_cut(g, fold, c.num_devices());
-    // Equal, but where D x fold is a whole number: there the two neighbouring devices tie in
-    // the head's logits and the greedy takes the lower, floor the upper.
-    const double D = c.num_devices();
-    int64_t same = 0, ties = 0;
-    for (int32_t v = 0; v < g.num_ops(); ++v) {
-      const bool tie = D * fold[v] == std::round(D * fold[v]);
-      ties += tie && p.device[v] != control[v];
-      same += p.device[v] == control[v] || (tie && p.device[v] == control[v] - 1);
-    }
-    CHECK(same == g.num_ops());
-    CHECK(ties < g.num_ops() / 20);
-    CHECK(std::set<int32_t>(p.device.begin(), p.device.end()).size() > 2);  // a real cut
+    const rl::PolicyInput in = fold_policy.prepare(g, read_cluster(cluster), CostModel(), "cut");
+    const ControlAgreement a = against_control(fold_policy, in, g, rl::feat::stage_fold);
+    CHECK(a.same == g.num_ops());
+    CHECK(a.ties < g.num_ops() / 20);
+    CHECK(a.devices > 2);  // a real cut
   }
 }
 
@@ -179,10 +192,7 @@ TEST_CASE("rl/gdp/policy cut head: a position per stage, the fold control expres
 // set through W_g alone the head places exactly as the width control.
 TEST_CASE("rl/gdp/policy cut head: the width control through a skip weight set by the graph",
           "[rl]") {
-  datasets::GenOptions o;
-  o.batch = 2;
-  o.image_size = 96;
-  const Graph g = datasets::generate("inception_v3", o);
+  const Graph g = test::small_inception();
   rl::PolicyConfig cfg = test::tiny_config().policy;
   cfg.max_devices = 8;
   cfg.features = 4;
@@ -223,30 +233,14 @@ TEST_CASE("rl/gdp/policy cut head: the width control through a skip weight set b
       if (std::abs(stats[k]) > std::abs(stats[j])) j = k;
     REQUIRE(std::abs(stats[j]) > 0.1f);
     rl::Policy width_policy(cfg, vocab_of(g), 3);
-    nn::Tensor v = width_policy.params().values();
-    for (const char* name : {"cut.w", "cut.b", "cut.w_x"}) {
-      const auto* e = width_policy.params().find(name);
-      int64_t n = 1;
-      for (int64_t d : e->shape) n *= d;
-      std::fill(v.data() + e->offset, v.data() + e->offset + n, 0.0f);
-    }
-    v.data()[wg->offset + (static_cast<int64_t>(cols.size()) - 1) * wg->shape[1] + j] =
+    for (const char* name : {"cut.w", "cut.b", "cut.w_x"}) fill_parameter(width_policy, name, 0);
+    width_policy.params()
+        .values()
+        .data()[wg->offset + (static_cast<int64_t>(cols.size()) - 1) * wg->shape[1] + j] =
         0.2f / (0.05f * stats[j]);
-    nn::NoGradGuard no_grad;
-    const Placement p =
-        rl::placement_of(in, rl::greedy_actions(width_policy.forward(in).value()), 0);
-    std::vector<double> width(static_cast<size_t>(g.num_ops()));
-    for (int32_t u = 0; u < g.num_ops(); ++u)
-      width[u] = in.features.x[static_cast<int64_t>(u) * rl::kNodeFeatures + rl::feat::stage_width];
-    const std::vector<int32_t> control = place::stage_cut(g, width, c.num_devices());
-    const double D = c.num_devices();
-    int64_t same = 0;
-    for (int32_t u = 0; u < g.num_ops(); ++u) {
-      const bool tie = std::abs(D * width[u] - std::round(D * width[u])) < 1e-5;
-      same += p.device[u] == control[u] || (tie && p.device[u] == control[u] - 1);
-    }
-    CHECK(same == g.num_ops());
-    CHECK(std::set<int32_t>(p.device.begin(), p.device.end()).size() >= 2);
+    const ControlAgreement a = against_control(width_policy, in, g, rl::feat::stage_width);
+    CHECK(a.same == g.num_ops());
+    CHECK(a.devices >= 2);
   }
 }
 

@@ -455,6 +455,17 @@ TEST_CASE(
     (i == 0 ? first_entropy : last_entropy) = rows[0].entropy;
   }
   const double trained = greedy_step();
+  // A warm start and behaviour cloning would imitate devices: refused on a fresh run, allowed
+  // over a checkpoint, where fine-tuning turns them off (the warm start with
+  // fine_tune_warm_start false).
+  rl::TrainConfig cloning = cfg;
+  cloning.warm_start = {"human"};
+  cloning.imitation_steps = 20;
+  cloning.fine_tune_warm_start = false;
+  CHECK_THROWS_AS(rl::Trainer(cloning, {rl::TrainGraph{"nas", &g, &c, nullptr}}, CostModel(), 3),
+                  InputError);
+  CHECK_NOTHROW(
+      rl::Trainer(cloning, {rl::TrainGraph{"nas", &g, &c, nullptr}}, CostModel(), 3, &t.policy()));
   INFO("untrained " << untrained << " trained " << trained << " best " << t.run(0).best_step_s());
   CHECK(last_entropy < first_entropy);
   CHECK(trained < untrained);
