@@ -437,6 +437,60 @@ Units stage_units(const Graph& g, const std::vector<int32_t>& rank, int32_t num_
   return u;
 }
 
+std::vector<uint8_t> weight_gradient_ops(const Graph& g) {
+  const int32_t N = g.num_ops();
+  const Units col = Units::colocation(g);
+  // target[v]: the one update group v's output serves, kNone (none) or kMany (several).
+  constexpr int32_t kMany = -2;
+  std::vector<int32_t> target(static_cast<size_t>(N), kNone);
+  const std::vector<int32_t>& topo = g.topo_order();
+  for (auto it = topo.rbegin(); it != topo.rend(); ++it) {  // consumers first
+    const int32_t v = *it;
+    const Phase ph = g.op(v).phase;
+    if (ph == Phase::update) {
+      target[static_cast<size_t>(v)] = col.unit_of[v];
+      continue;
+    }
+    if (ph != Phase::backward) continue;
+    int32_t t = kNone;
+    for (int64_t k = g.out_ptr()[v]; k < g.out_ptr()[v + 1] && t != kMany; ++k) {
+      const int32_t d = g.edges()[static_cast<size_t>(g.out_edge_ids()[k])].dst;
+      const int32_t td = target[static_cast<size_t>(d)];
+      if (td == kNone) continue;
+      t = t == kNone || t == td ? td : kMany;
+    }
+    target[static_cast<size_t>(v)] = t;
+  }
+  std::vector<uint8_t> w(static_cast<size_t>(N), 0);
+  for (int32_t v = 0; v < N; ++v)
+    w[static_cast<size_t>(v)] =
+        g.op(v).phase == Phase::backward && target[static_cast<size_t>(v)] >= 0;
+  return w;
+}
+
+Units split_units(const Graph& g, const Units& units, const std::vector<uint8_t>& part,
+                  std::vector<uint8_t>* part_of) {
+  const Units col = Units::colocation(g);
+  const int32_t C = col.num_units(), U = units.num_units();
+  std::vector<uint8_t> group_in(static_cast<size_t>(C), 1);  // every op of the group in part
+  for (int32_t v = 0; v < g.num_ops(); ++v)
+    if (!part[static_cast<size_t>(v)]) group_in[static_cast<size_t>(col.unit_of[v])] = 0;
+  Units s;
+  s.unit_of.assign(static_cast<size_t>(g.num_ops()), kNone);
+  std::vector<int32_t> renumber(static_cast<size_t>(2 * U), kNone);  // (unit, in part) -> unit
+  part_of->clear();
+  for (int32_t v : g.topo_order()) {
+    const int32_t key = 2 * units.unit_of[v] + group_in[static_cast<size_t>(col.unit_of[v])];
+    if (renumber[static_cast<size_t>(key)] == kNone) {
+      renumber[static_cast<size_t>(key)] = s.num_units();
+      s.first_op.push_back(v);
+      part_of->push_back(static_cast<uint8_t>(key & 1));
+    }
+    s.unit_of[static_cast<size_t>(v)] = renumber[static_cast<size_t>(key)];
+  }
+  return s;
+}
+
 std::vector<int32_t> stage_cut(const Graph& g, const std::vector<double>& coordinate,
                                int32_t stages) {
   if (stages < 1) throw InputError("stage_cut: stages must be >= 1, got " + std::to_string(stages));

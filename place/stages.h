@@ -74,6 +74,21 @@ StageCoordinates stage_coordinates(const Graph& g, const std::vector<double>& op
 // units makes 25 decisions on GNMT-8 instead of 53,481 (docs/ppo.md, "Transfer").
 Units stage_units(const Graph& g, const std::vector<int32_t>& rank, int32_t num_ranks);
 
+// Weight-gradient ops (1) from structure alone: the backward ops whose output serves the update
+// of one parameter group only (reaches, over backward edges, the update ops of exactly one
+// colocation group): a matrix product that computes a weight's gradient and its reductions,
+// not the input-gradient product that feeds the layers below (it serves all their updates).
+// The first layer's input-gradient chain serves its own weights only and counts. A graph that
+// joins every gradient (a global norm clip) has none. O(N + E).
+std::vector<uint8_t> weight_gradient_ops(const Graph& g);
+
+// `units` with each unit's colocation groups that hold only ops of `part` (N, 0/1) split off
+// into a unit of their own: the unit keeps its other ops. Numbered in the topological order of
+// their first op; part_of (returned) marks the new units (1). Used by the mix head's shift of
+// the weight gradients (rl/gdp/policy.h, mix_wgrad).
+Units split_units(const Graph& g, const Units& units, const std::vector<uint8_t>& part,
+                  std::vector<uint8_t>* part_of);
+
 // Device of each op when the coordinate is cut into `stages` equal pieces, stage s on device
 // s (stages in [1, devices]); colocation groups follow their first op.
 std::vector<int32_t> stage_cut(const Graph& g, const std::vector<double>& coordinate,

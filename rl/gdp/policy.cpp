@@ -82,7 +82,7 @@ PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string&
                             "decision",         "head",           "head_hidden",
                             "devices_used",     "cut_head",       "cut_trunk",
                             "cut_width",        "cut_branch",     "cut_graph_skip",
-                            "mix_head",         "mix_stats"});
+                            "mix_head",         "mix_stats",      "mix_wgrad"});
   PolicyConfig c;
   c.max_devices = int_key(sj, j, "max_devices", c.max_devices, 1, 1024);
   c.type_embedding = int_key(sj, j, "type_embedding", c.type_embedding, 1, 4096);
@@ -119,6 +119,7 @@ PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string&
   c.cut_graph_skip = bool_key(sj, j, "cut_graph_skip", c.cut_graph_skip);
   c.mix_head = bool_key(sj, j, "mix_head", c.mix_head) || c.decision == "mix";
   c.mix_stats = bool_key(sj, j, "mix_stats", c.mix_stats);
+  c.mix_wgrad = bool_key(sj, j, "mix_wgrad", c.mix_wgrad);
   if (c.width % c.heads != 0)
     sj.fail("heads", "expected a divisor of width " + std::to_string(c.width) + ", got " +
                          std::to_string(c.heads));
@@ -153,6 +154,7 @@ nlohmann::ordered_json PolicyConfig::to_json() const {
   j["cut_graph_skip"] = cut_graph_skip;
   j["mix_head"] = mix_head;
   j["mix_stats"] = mix_stats;
+  j["mix_wgrad"] = mix_wgrad;
   return j;
 }
 
@@ -240,8 +242,9 @@ BasicPolicy<T>::BasicPolicy(const PolicyConfig& config, OpVocabulary vocab, uint
   if (c.mix_head) {  // last: logits near uniform over the bins (small weights, zero bias)
     const int32_t M = static_cast<int32_t>(mix_columns().size());
     const int32_t I = (c.mix_stats ? G : 1) + 2 * M;
-    w_mix_ = params_.add_uniform("mix.w", {(1 + M) * A, I}, 0.01 * bound(I), rng_);
-    b_mix_ = params_.add_constant("mix.b", {(1 + M) * A}, T(0));
+    const int32_t R = 1 + M + (c.mix_wgrad ? 1 : 0);
+    w_mix_ = params_.add_uniform("mix.w", {R * A, I}, 0.01 * bound(I), rng_);
+    b_mix_ = params_.add_constant("mix.b", {R * A}, T(0));
   }
 }
 
@@ -314,6 +317,9 @@ BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c, co
   in.units = unit != "op"
                  ? place::stage_units(g, in.features.stage_rank, in.features.num_stage_ranks)
                  : place::Units::colocation(g);
+  in.mix_shift = unit == "mix" && config_.mix_wgrad;
+  if (in.mix_shift)
+    in.units = place::split_units(g, in.units, place::weight_gradient_ops(g), &in.mix_part);
   in.num_devices = D;
   const int32_t N = g.num_ops(), U = in.units.num_units(), A = config_.max_devices;
   in.unit_of_topo.resize(N);
@@ -331,7 +337,7 @@ BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c, co
   const std::vector<int32_t>& mix_cols = mix_columns();
   const int32_t M = static_cast<int32_t>(mix_cols.size());
   if (in.mix) {
-    in.mix_rows = 1 + M;
+    in.mix_rows = 1 + M + (in.mix_shift ? 1 : 0);
     in.mix_bins = std::min(A, 8);
   }
   const int32_t R = in.num_rows();
@@ -342,6 +348,8 @@ BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c, co
     for (int32_t r = 0; r < R; ++r)
       for (int32_t a = 0; a < A; ++a)
         mask[static_cast<size_t>(r) * A + a] = a < in.mix_bins ? T(0) : T(kMaskLogit);
+  if (in.mix_shift)  // the shift row: s < D
+    for (int32_t a = D; a < A; ++a) mask[static_cast<size_t>(R - 1) * A + a] = T(kMaskLogit);
   in.anchored = !in.mix && config_.anchor && D > 1 && c.devices_interchangeable();
   if (in.anchored)
     for (int32_t a = 1; a < D; ++a) mask[a] = T(kMaskLogit);  // unit 0: device 0 only
@@ -378,7 +386,7 @@ BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c, co
       mx[G + j] = static_cast<T>(mean);
       mx[G + M + j] = static_cast<T>(N > 0 ? std::sqrt(std::max(0.0, sq[j] / N - mean * mean)) : 0);
     }
-    in.mix_x = nn::BasicTensor<T>::from_vector({1, G + 2 * M}, mx);
+    in.mix_x = nn::BasicTensor<T>::from_vector({1, static_cast<int64_t>(mx.size())}, mx);
   }
   if (in.cut) {
     std::vector<T> bins(static_cast<size_t>(A), T(0));
@@ -575,15 +583,17 @@ std::vector<int32_t> unit_devices(const PolicyInput& in, const std::vector<int32
   const size_t U = static_cast<size_t>(in.num_units()), R = static_cast<size_t>(in.num_rows());
   const size_t at = static_cast<size_t>(k) * R;
   if (in.mix) {  // mu_u = b + sum_j w_j (c_uj - 0.5), device floor(D mu_u) clamped
-    const size_t M = R - 1;
+    const size_t M = R - 1 - (in.mix_shift ? 1 : 0);
     const int32_t D = in.num_devices;
     const double b = static_cast<double>(actions[at]) / in.mix_bins;
+    const int32_t shift = in.mix_shift ? actions[at + R - 1] : 0;
     std::vector<int32_t> d(U);
     for (size_t u = 0; u < U; ++u) {
       double mu = b;
       for (size_t j = 0; j < M; ++j)
         mu += kMixWeights[actions[at + 1 + j]] * (in.mix_unit[u * M + j] - 0.5);
       d[u] = static_cast<int32_t>(std::clamp(std::floor(D * mu), 0.0, static_cast<double>(D - 1)));
+      if (shift > 0 && in.mix_part[u]) d[u] = (d[u] + shift) % D;
     }
     return d;
   }

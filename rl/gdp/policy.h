@@ -136,6 +136,12 @@ struct PolicyConfig {
   // false, the coordinates' mean and spread and the device count only (no absolute size, which
   // a linear map extrapolates badly from the pre-training graphs to a 53k-op one).
   bool mix_stats = true;
+  // The mix head's weight gradients (place/stages.h, weight_gradient_ops) as units of their own,
+  // and one more decision row: the shift s in [0, D) that puts each of them on device (d + s)
+  // mod D, d its rank's device (s = 0 is the placement without it). A matrix product's weight
+  // gradient then runs beside the input gradient on the critical path (what annealing finds on
+  // ViT). The head reads the same inputs with or without it.
+  bool mix_wgrad = false;
 
   // Strict: unknown keys, wrong types and impossible values are InputErrors naming `source`
   // and the key. Missing keys keep their defaults.
@@ -160,10 +166,12 @@ struct BasicPolicyInput {
   nn::BasicTensor<T> cut_bins;   // (1, A) k + 0.5 for the devices k < D, 0 beyond (masked)
   nn::BasicTensor<T> cut_x;      // (N, C) the structural coordinates the cut head's skip reads
   bool mix = false;              // decision "mix": the rows are the blend's bias and weights
-  int32_t mix_rows = 0;          // 1 + M with mix
+  int32_t mix_rows = 0;          // 1 + M with mix (+ 1 with mix_shift)
   int32_t mix_bins = 0;          // open bins per row: min(A, 8)
   nn::BasicTensor<T> mix_x;      // (1, I) [graph statistics |] the coordinates' mean and std
   std::vector<double> mix_unit;  // (U * M) each unit's mean coordinates (mix_columns)
+  bool mix_shift = false;        // mix_wgrad: the last row is the weight gradients' shift
+  std::vector<uint8_t> mix_part;  // (U) with mix_shift: 1 for a unit of weight gradients
   int32_t num_units() const { return units.num_units(); }
   // Decisions per placement (R): the units, and the devices-used row where there is one; with
   // "mix", the blend's 1 + M rows. The actions of K samples are (K * R), sample-major.

@@ -71,6 +71,7 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
     if (mix && !config_.policy.mix_head) {  // a head the checkpoint lacks: this run's options
       config_.policy.mix_head = true;
       config_.policy.mix_stats = own.mix_stats;
+      config_.policy.mix_wgrad = own.mix_wgrad;
     }
   }
   // Checked on the run as it will train (over a checkpoint the warm start and cloning are off).

@@ -2,6 +2,7 @@
 // (place/repair.h): exact ranks on a hand-built two-layer graph, layer order recovered on
 // GNMT from structure alone (checked against the scopes, which the coordinates never read),
 // forward levels without parameters, and a repair that makes an out-of-memory cut fit.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <map>
 #include <numeric>
@@ -119,6 +120,79 @@ TEST_CASE("place/stages: ranks of a hand-built two-layer graph", "[place][stages
   for (int32_t v = 0; v < g.num_ops(); ++v) CHECK(cut[v] == sc.rank[v]);
   CHECK(stage_cut(g, sc.by_time, 1) == std::vector<int32_t>(g.num_ops(), 0));
   CHECK_THROWS_AS(stage_coordinates(g, std::vector<double>(3, 0.0)), InputError);
+}
+
+TEST_CASE("place/stages: weight gradients found and split off their ranks", "[place][stages]") {
+  const Graph g = two_layers();
+  const std::vector<uint8_t> w = weight_gradient_ops(g);
+  for (int32_t v = 0; v < g.num_ops(); ++v) {
+    INFO(g.op(v).name);
+    const std::string& n = g.op(v).name;
+    // g_mm2 and g_act1 serve w1's update alone (layer 1 has no input gradient to pass on)
+    CHECK(static_cast<bool>(w[v]) == (n == "dw1" || n == "dw2" || n == "g_mm2" || n == "g_act1"));
+  }
+  const StageCoordinates sc = stage_coordinates(g, unit_times(g));
+  const Units base = stage_units(g, sc.rank, sc.num_ranks);
+  REQUIRE(base.num_units() == 2);
+  std::vector<uint8_t> part_of;
+  const Units s = split_units(g, base, w, &part_of);
+  REQUIRE(s.num_units() == 4);
+  REQUIRE(part_of.size() == 4);
+  auto unit = [&](const char* n) { return s.unit_of[g.find_op(n)]; };
+  CHECK(unit("dw1") != unit("mm1"));
+  CHECK(unit("dw2") != unit("mm2"));
+  CHECK(part_of[unit("dw1")] == 1);
+  CHECK(part_of[unit("mm1")] == 0);
+  CHECK(unit("loss") == unit("mm2"));          // forward ops stay with their rank
+  CHECK(unit("w1/update") == unit("w1"));      // and the update with its variable
+  for (int32_t k = 1; k < s.num_units(); ++k)  // numbered in topological order of first op
+    CHECK(std::find(g.topo_order().begin(), g.topo_order().end(), s.first_op[k - 1]) <
+          std::find(g.topo_order().begin(), g.topo_order().end(), s.first_op[k]));
+  // Nothing in part: the units are the base's.
+  const Units same = split_units(g, base, std::vector<uint8_t>(g.num_ops(), 0), &part_of);
+  CHECK(same.unit_of == base.unit_of);
+  CHECK(part_of == std::vector<uint8_t>(2, 0));
+}
+
+TEST_CASE("place/stages: a transformer's weight gradients each serve one update",
+          "[place][stages]") {
+  datasets::GenOptions o;
+  o.layers = 2;
+  o.seq_len = 8;
+  o.hidden = 32;
+  o.vocab = 64;
+  o.batch = 2;
+  o.heads = 4;
+  const Graph g = datasets::generate("bert", o);
+  const std::vector<uint8_t> w = weight_gradient_ops(g);
+  const Units col = Units::colocation(g);
+  // Over backward edges, the update groups each op reaches (checked by search, not by the rule).
+  int32_t weight = 0, input = 0;
+  for (int32_t v = 0; v < g.num_ops(); ++v) {
+    if (g.op(v).phase != Phase::backward) {
+      CHECK(!w[v]);
+      continue;
+    }
+    std::set<int32_t> groups;
+    std::vector<int32_t> stack{v};
+    std::set<int32_t> seen{v};
+    while (!stack.empty()) {
+      const int32_t x = stack.back();
+      stack.pop_back();
+      for (int64_t k = g.out_ptr()[x]; k < g.out_ptr()[x + 1]; ++k) {
+        const int32_t d = g.edges()[g.out_edge_ids()[k]].dst;
+        if (g.op(d).phase == Phase::update)
+          groups.insert(col.unit_of[d]);
+        else if (g.op(d).phase == Phase::backward && seen.insert(d).second)
+          stack.push_back(d);
+      }
+    }
+    INFO(g.op(v).name);
+    CHECK(static_cast<bool>(w[v]) == (groups.size() == 1));
+    (w[v] ? weight : input) += 1;
+  }
+  CHECK(weight > 0);
+  CHECK(input > 0);
 }
 
 TEST_CASE("place/stages: GNMT's layers in order from structure alone", "[place][stages]") {

@@ -2,6 +2,7 @@
 // overrides it, stage decisions (one decision per structural stage rank), type dropout and
 // family weights (deterministic, and they change the run), and fine-tuning that keeps its
 // start (no behaviour cloning over a checkpoint; elites seeded from its own placements).
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <map>
@@ -361,6 +362,68 @@ TEST_CASE("rl/decisions: a cut head of its own trains alone, the rest of the net
   nn::NoGradGuard no_grad;
   const rl::PolicyInput a = op->policy().prepare(g, c), b = t.policy().prepare(g, c);
   CHECK(op->policy().forward(a).value().to_vector() == t.policy().forward(b).value().to_vector());
+}
+
+// The mix head's weight-gradient shift (mix_wgrad): the weight gradients are units of their own
+// and one more row moves them s devices on, mod D. s = 0 is the placement without the row, op
+// for op; s > 0 moves exactly the weight-gradient ops; shifts of D and more are masked; and on
+// a transformer one shift beats every placement the row-less head can express with its bias
+// alone (the step the row exists for: weight gradients beside the input gradients).
+TEST_CASE("rl/mix decisions: the weight gradients' shift row", "[rl]") {
+  datasets::GenOptions o;
+  o.layers = 2;
+  o.seq_len = 32;
+  o.hidden = 256;
+  o.vocab = 512;
+  o.batch = 8;
+  o.heads = 4;
+  const Graph g = datasets::generate("bert", o);
+  rl::TrainConfig cfg = test::tiny_config();
+  cfg.policy.max_devices = 8;
+  cfg.policy.features = 4;
+  cfg.decisions = {"mix"};
+  rl::PolicyConfig pc = rl::TrainConfig::from_json(cfg.to_json(), "c").policy;
+  const rl::Policy plain(pc, rl::OpVocabulary::from_graphs({&g}), 3);
+  pc.mix_wgrad = true;
+  CHECK(rl::PolicyConfig::from_json(nlohmann::json::parse(pc.to_json().dump()), "x").mix_wgrad);
+  const rl::Policy shifted(pc, rl::OpVocabulary::from_graphs({&g}), 3);
+  const int64_t M = static_cast<int64_t>(rl::mix_columns().size());
+  const int64_t G = plain.params().find("mix.w")->shape[1] - 2 * M;
+  CHECK(shifted.params().find("mix.w")->shape == nn::Shape{(2 + M) * 8, G + 2 * M});
+  const Cluster c = read_cluster("v100x4-nvlink");
+  const rl::PolicyInput a = plain.prepare(g, c, CostModel(), "mix");
+  const rl::PolicyInput b = shifted.prepare(g, c, CostModel(), "mix");
+  REQUIRE(b.mix_shift);
+  REQUIRE(b.num_rows() == a.num_rows() + 1);
+  CHECK(b.num_units() > a.num_units());
+  const std::vector<uint8_t> w = place::weight_gradient_ops(g);
+  REQUIRE(std::count(w.begin(), w.end(), 1) > 0);
+  // The mask: shifts 0..3 open, 4..7 closed.
+  const std::vector<float> mask = b.mask.to_vector();
+  for (int32_t s = 0; s < 8; ++s) CHECK((mask[(b.num_rows() - 1) * 8 + s] == 0.0f) == (s < 4));
+  CHECK(b.mix_x.to_vector() == a.mix_x.to_vector());  // the same inputs
+  const std::vector<int32_t> blend{2, 2, 2, 2, 7};    // b = 2 / 8, the width's weight 1.5
+  Simulator sim(g, c, CostModel());
+  for (const std::vector<int32_t>& base : {std::vector<int32_t>{0, 2, 2, 2, 2}, blend}) {
+    const Placement p0 = rl::placement_of(a, base, 0);
+    std::vector<int32_t> with = base;
+    with.push_back(0);
+    CHECK(rl::placement_of(b, with, 0).device == p0.device);
+    for (int32_t s = 1; s < 4; ++s) {
+      with.back() = s;
+      const Placement ps = rl::placement_of(b, with, 0);
+      for (int32_t v = 0; v < g.num_ops(); ++v) {
+        INFO(g.op(v).name << " shift " << s);
+        CHECK(ps.device[v] == (w[v] ? (p0.device[v] + s) % 4 : p0.device[v]));
+      }
+    }
+  }
+  // One device (bias 0) against the forward and input gradients on device 0 and the weight
+  // gradients on device 1: the shift runs them side by side.
+  const double one = sim.run(rl::placement_of(b, {0, 2, 2, 2, 2, 0}, 0)).step_time_s;
+  const double beside = sim.run(rl::placement_of(b, {0, 2, 2, 2, 2, 1}, 0)).step_time_s;
+  INFO("one device " << one << " s, weight gradients on device 1 " << beside << " s");
+  CHECK(beside < one);
 }
 
 // The mix head (decision "mix"): five decisions per placement, a blend of the stage
