@@ -14,8 +14,8 @@
 #      ("decisions": ["cut"], "cut_width": 32; docs/policy.md, "The cut head"): only the head
 #      trains, so the op and stage readings are phase 2's;
 #   4. RUN: 300 iterations more from RUN-cut's policy with a mix head ("decisions": ["mix"],
-#      the risk-seeking baseline "top"; docs/policy.md, "The mix head"): only the head trains,
-#      the other readings are phase 3's.
+#      the risk-seeking baseline "top", the weight gradients' shift row "mix_wgrad";
+#      docs/policy.md, "The mix head"): only the head trains, the other readings are phase 3's.
 # At the commits in pretrained.json the same commands give the same checkpoint. GDP_PRETRAIN_ARGS
 # adds flags to every phase; GDP_PRETRAIN_COMMIT names the commit of the binary that trained a
 # packaged run (default HEAD). Packaging keeps config.json, the last checkpoint (parameters and
@@ -81,7 +81,7 @@ else
   fi
   if [ "$MIX_ITERATIONS" != 0 ]; then
     later_phase "$RUN" "$CUT_RUN" "$MIX_ITERATIONS" 4000000 "$CUT_RUN/mix.config.json" \
-      '{"regime": "transfer", "decisions": ["mix"], "ppo": {"baseline": "top"}}'
+      '{"regime": "transfer", "decisions": ["mix"], "ppo": {"baseline": "top"}, "policy": {"mix_wgrad": true}}'
   fi
 fi
 

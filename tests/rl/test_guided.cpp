@@ -371,24 +371,24 @@ TEST_CASE("rl/zero-shot decodes op and stage decisions, and a rowless policy at 
 TEST_CASE("rl/the shipped policy places held-out graphs zero-shot at least as well as before",
           "[rl][pretrained]") {
   const std::map<std::string, double> floor = {
-      // holdout.json (measured: docs/results.md, "Branches side by side: a mix head")
-      {"gnmt_8layer", 0.95},            // 0.978x (the previous policies' 0.969x, 0.930x, 0.827x)
+      // holdout.json (measured: docs/results.md, "The weight gradients beside the input gradients")
+      {"gnmt_8layer", 1.00},            // 1.122x (the previous policies' 0.978x, 0.969x, 0.930x)
       {"bert_base", 1.00},              // 1.391x
       {"resnet50_b64", 1.00},           // 1.422x
       {"transformer_xl_8layer", 1.00},  // 1.206x
       // smoke.json
       {"rnnlm_small", 1.00},                   // 1.02x
       {"gnmt_small", 1.00},                    // 1.03x (an earlier policy's 0.972x)
-      {"transformer_xl_small", 1.00},          // 1.20x
+      {"transformer_xl_small", 1.00},          // 1.24x
       {"bert_small", 1.00},                    // 1.48x
-      {"inception_v3_small", 1.00},            // 1.65x
+      {"inception_v3_small", 1.00},            // 1.68x
       {"resnet50_small", 1.00},                // 1.53x
-      {"amoebanet_small", 1.00},               // 1.73x
+      {"amoebanet_small", 1.00},               // 1.76x
       {"wavenet_small", 1.00},                 // 1.30x
       {"random_layered_small", 1.00},          // 1.31x
       {"random_series_parallel_small", 1.00},  // 1.37x
       {"random_block_chain_small", 1.00},      // 1.50x
-      {"random_nas_cell_small", 1.00},         // 1.09x
+      {"random_nas_cell_small", 1.00},         // 1.13x
   };
   for (const char* suite : {"holdout", "smoke"}) {
     for (const datasets::SuiteEntry& e :
