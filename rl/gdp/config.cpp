@@ -162,9 +162,10 @@ TrainConfig TrainConfig::preset(const std::string& regime, const std::string& so
 TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& source,
                                    const std::string& default_regime) {
   StrictJson sj(source);
-  sj.check_keys(j, "", {},
-                names_of(train_keys(), {"regime", "policy", "ppo", "reward", "warm_start", "elite",
-                                        "explore", "expert", "fine_tune_decision", "decisions"}));
+  sj.check_keys(
+      j, "", {},
+      names_of(train_keys(), {"regime", "policy", "ppo", "reward", "warm_start", "elite", "explore",
+                              "expert", "fine_tune_decision", "decisions", "freeze"}));
   TrainConfig c = preset(j.contains("regime") ? sj.string(j, "regime", "") : default_regime,
                          source + ": regime");
   if (j.contains("policy")) {
@@ -229,6 +230,15 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
       c.decisions.push_back(x);
     }
   }
+  if (j.contains("freeze")) {
+    const nlohmann::json& f = sj.array(j, "freeze", "");
+    c.freeze.clear();
+    for (size_t i = 0; i < f.size(); ++i) {
+      if (!f[i].is_string() || f[i].get<std::string>().empty())
+        sj.fail(json_path("freeze", i), "expected a parameter name or name prefix");
+      c.freeze.push_back(f[i].get<std::string>());
+    }
+  }
   if (std::find(c.decisions.begin(), c.decisions.end(), "cut") != c.decisions.end())
     c.policy.cut_head = true;
   if (std::find(c.decisions.begin(), c.decisions.end(), "mix") != c.decisions.end())
@@ -260,6 +270,7 @@ nlohmann::ordered_json TrainConfig::to_json() const {
   j["expert"] = write_keys(expert_keys(), expert);
   j["fine_tune_decision"] = fine_tune_decision;
   j["decisions"] = decisions;
+  j["freeze"] = freeze;
   return j;
 }
 

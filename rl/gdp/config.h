@@ -91,6 +91,11 @@ struct TrainConfig {
   // method's option "decode"). "cut" gives the policy a cut head (PolicyConfig::cut_head),
   // also over a checkpoint that lacks one (--init: the head starts at its initial values).
   std::vector<std::string> decisions;
+  // Parameters that do not train: names or name prefixes (e.g. "mix.w", "mix.b": the mix head's
+  // blend stays as the checkpoint has it and only its shift row trains). Their gradients are
+  // zeroed before every update, so that with Adam's fresh moments they stay bit for bit. A
+  // prefix that names no parameter is an InputError.
+  std::vector<std::string> freeze;
   // Fine-tuning (a checkpoint to start from). The network keeps the checkpoint's policy config
   // and parameters; these three say how the search around it starts (docs/ppo.md, "Fine-tuning
   // a stage policy into op decisions"; the defaults are the search regime's, the best measured on

@@ -242,9 +242,12 @@ BasicPolicy<T>::BasicPolicy(const PolicyConfig& config, OpVocabulary vocab, uint
   if (c.mix_head) {  // last: logits near uniform over the bins (small weights, zero bias)
     const int32_t M = static_cast<int32_t>(mix_columns().size());
     const int32_t I = (c.mix_stats ? G : 1) + 2 * M;
-    const int32_t R = 1 + M + (c.mix_wgrad ? 1 : 0);
-    w_mix_ = params_.add_uniform("mix.w", {R * A, I}, 0.01 * bound(I), rng_);
-    b_mix_ = params_.add_constant("mix.b", {R * A}, T(0));
+    w_mix_ = params_.add_uniform("mix.w", {(1 + M) * A, I}, 0.01 * bound(I), rng_);
+    b_mix_ = params_.add_constant("mix.b", {(1 + M) * A}, T(0));
+    if (c.mix_wgrad) {  // the shift row: parameters of its own, so that a head gains it
+      w_shift_ = params_.add_uniform("mix.shift.w", {A, I}, 0.01 * bound(I), rng_);
+      b_shift_ = params_.add_constant("mix.shift.b", {A}, T(0));
+    }
   }
 }
 
@@ -444,7 +447,12 @@ nn::BasicVar<T> BasicPolicy<T>::forward(const BasicPolicyInput<T>& in) const {
   if (in.mix) {  // the blend's rows from the graph alone: no trunk
     if (!w_mix_.defined())
       throw std::invalid_argument("policy forward: a \"mix\" input needs a policy with a mix head");
-    const V flat = nn::linear(V(in.mix_x), w_mix_, b_mix_);  // (1, R A)
+    V flat = nn::linear(V(in.mix_x), w_mix_, b_mix_);  // (1, R A)
+    if (in.mix_shift) {
+      if (!w_shift_.defined())
+        throw std::invalid_argument("policy forward: a shift row needs a policy with mix_wgrad");
+      flat = nn::concat<T>({flat, nn::linear(V(in.mix_x), w_shift_, b_shift_)}, 1);
+    }
     return nn::add(nn::reshape(flat, {in.num_rows(), config_.max_devices}), V(in.mask));
   }
   // The cut head with an encoder of its own reads no trunk (unless a devices-used row does).

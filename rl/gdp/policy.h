@@ -140,7 +140,9 @@ struct PolicyConfig {
   // and one more decision row: the shift s in [0, D) that puts each of them on device (d + s)
   // mod D, d its rank's device (s = 0 is the placement without it). A matrix product's weight
   // gradient then runs beside the input gradient on the critical path (what annealing finds on
-  // ViT). The head reads the same inputs with or without it.
+  // ViT). The head reads the same inputs with or without it; the row has parameters of its own
+  // (mix.shift.*), so that a run over a checkpoint with a mix head adds it (--init) and can
+  // train it alone (TrainConfig::freeze).
   bool mix_wgrad = false;
 
   // Strict: unknown keys, wrong types and impossible values are InputErrors naming `source`
@@ -242,7 +244,8 @@ class BasicPolicy {
   nn::BasicVar<T> w_cut_, w_cut_x_, b_cut_, log_cut_width_;  // (1, D), (1, C), (1), (1)
   nn::BasicVar<T> w_cut_in_, b_cut_in_, w_cut_g_;  // the cut head's own encoder (cut_width)
   nn::BasicVar<T> w_cut_xg_;                       // (C, G) cut_graph_skip
-  nn::BasicVar<T> w_mix_, b_mix_;                  // (R A, G + 2M), (R A) mix_head
+  nn::BasicVar<T> w_mix_, b_mix_;                  // ((1 + M) A, G + 2M), ((1 + M) A) mix_head
+  nn::BasicVar<T> w_shift_, b_shift_;              // (A, G + 2M), (A) mix_wgrad's shift row
   std::unique_ptr<nn::BasicSageEncoder<T>> sage_cut_;
 };
 

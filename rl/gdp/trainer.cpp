@@ -72,6 +72,8 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
       config_.policy.mix_head = true;
       config_.policy.mix_stats = own.mix_stats;
       config_.policy.mix_wgrad = own.mix_wgrad;
+    } else if (mix && own.mix_wgrad) {
+      config_.policy.mix_wgrad = true;  // a shift row the checkpoint's mix head lacks
     }
   }
   // Checked on the run as it will train (over a checkpoint the warm start and cloning are off).
@@ -94,6 +96,11 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
     policy_ = std::make_unique<Policy>(config_.policy, OpVocabulary::from_graphs(gs), seed);
   }
   policy_->params().to_device(device);
+  for (const std::string& f : config_.freeze) {
+    bool any = false;
+    for (const auto& e : policy_->params().entries()) any = any || e.name.rfind(f, 0) == 0;
+    if (!any) throw InputError("train: freeze: \"" + f + "\" names no parameter of this policy");
+  }
   nn::AdamConfig ac;
   ac.lr = config_.lr;
   adam_ = std::make_unique<nn::Adam>(policy_->params(), ac);
@@ -408,6 +415,19 @@ void Trainer::backward(const GraphState& st, const Iteration& it, const nn::Var&
 double Trainer::apply_update() {
   tick_ = std::chrono::steady_clock::now();
   allreduce_grads(policy_->params(), ranks_);
+  if (!config_.freeze.empty()) {  // frozen parameters: no gradient, so Adam leaves them as they are
+    nn::Tensor grads = policy_->params().grads();
+    for (const auto& e : policy_->params().entries()) {
+      bool frozen = false;
+      for (const std::string& f : config_.freeze) frozen = frozen || e.name.rfind(f, 0) == 0;
+      if (!frozen) continue;
+      if (grads.device() != nn::Device::cpu)
+        throw std::invalid_argument("train: freeze needs the parameters on the cpu");
+      int64_t n = 1;
+      for (int64_t d : e.shape) n *= d;
+      std::fill(grads.data() + e.offset, grads.data() + e.offset + n, 0.0f);
+    }
+  }
   const double norm = nn::clip_grad_norm(policy_->params(), config_.grad_clip);
   adam_->step();
   lap(times_.update_s);

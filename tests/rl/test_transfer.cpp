@@ -389,7 +389,9 @@ TEST_CASE("rl/mix decisions: the weight gradients' shift row", "[rl]") {
   const rl::Policy shifted(pc, rl::OpVocabulary::from_graphs({&g}), 3);
   const int64_t M = static_cast<int64_t>(rl::mix_columns().size());
   const int64_t G = plain.params().find("mix.w")->shape[1] - 2 * M;
-  CHECK(shifted.params().find("mix.w")->shape == nn::Shape{(2 + M) * 8, G + 2 * M});
+  CHECK(shifted.params().find("mix.w")->shape == nn::Shape{(1 + M) * 8, G + 2 * M});
+  CHECK(shifted.params().find("mix.shift.w")->shape == nn::Shape{8, G + 2 * M});
+  CHECK(plain.params().find("mix.shift.w") == nullptr);
   const Cluster c = read_cluster("v100x4-nvlink");
   const rl::PolicyInput a = plain.prepare(g, c, CostModel(), "mix");
   const rl::PolicyInput b = shifted.prepare(g, c, CostModel(), "mix");
@@ -424,6 +426,37 @@ TEST_CASE("rl/mix decisions: the weight gradients' shift row", "[rl]") {
   const double beside = sim.run(rl::placement_of(b, {0, 2, 2, 2, 2, 1}, 0)).step_time_s;
   INFO("one device " << one << " s, weight gradients on device 1 " << beside << " s");
   CHECK(beside < one);
+  // A run over a mix head without the row adds it (--init) and, with the blend frozen, trains
+  // the row alone: the blend's parameters stay bit for bit, the row's move.
+  rl::TrainConfig run = cfg;
+  run.samples_per_iteration = 8;
+  run.keep_reference = false;
+  run.policy.mix_wgrad = true;
+  run.freeze = {"mix.w", "mix.b"};
+  const rl::TrainConfig back = rl::TrainConfig::from_json(run.to_json(), "c");
+  CHECK(back.freeze == run.freeze);
+  rl::Trainer t(run, {rl::TrainGraph{"bert", &g, &c, nullptr}}, CostModel(), 3, &plain);
+  REQUIRE(t.policy().config().mix_wgrad);
+  auto vals = [](const rl::Policy& pol, const char* name) {
+    const auto* e = pol.params().find(name);
+    REQUIRE(e != nullptr);
+    int64_t n = 1;
+    for (int64_t d : e->shape) n *= d;
+    const nn::Tensor v = pol.params().values().cpu().contiguous();
+    return std::vector<float>(v.data() + e->offset, v.data() + e->offset + n);
+  };
+  const std::vector<float> shift0 = vals(t.policy(), "mix.shift.w");
+  for (int i = 0; i < 3; ++i) t.step();
+  CHECK(vals(t.policy(), "mix.w") == vals(plain, "mix.w"));
+  CHECK(vals(t.policy(), "mix.b") == vals(plain, "mix.b"));
+  CHECK(vals(t.policy(), "mix.shift.w") != shift0);
+  rl::TrainConfig typo = run;
+  typo.freeze = {"mix.x"};
+  CHECK_THROWS_AS(
+      rl::Trainer(typo, {rl::TrainGraph{"bert", &g, &c, nullptr}}, CostModel(), 3, &plain),
+      InputError);
+  CHECK_THROWS_AS(rl::TrainConfig::from_json(nlohmann::json::parse(R"({"freeze": [""]})"), "c"),
+                  InputError);
 }
 
 // The mix head (decision "mix"): five decisions per placement, a blend of the stage
