@@ -4,7 +4,7 @@
 #   scripts/pretrain.sh                 train runs/pretrain (or resume it), then package it
 #   scripts/pretrain.sh --package RUN   package an existing `gdp train --suite` run only
 #
-# Training, in four phases over datasets/suites/pretrain.json (no holdout.json, smoke.json or
+# Training, in five phases over datasets/suites/pretrain.json (no holdout.json, smoke.json or
 # pipedream.json graph), seed 1, 2 threads (docs/ppo.md, "Regimes"):
 #   1. RUN-op: the transfer regime (the default of `gdp train --suite`: plain PPO, one decision
 #      per op, features 4), 100 iterations;
@@ -13,17 +13,20 @@
 #   3. RUN-cut: 300 iterations more from RUN-joint's policy with a cut head of its own encoder
 #      ("decisions": ["cut"], "cut_width": 32; docs/policy.md, "The cut head"): only the head
 #      trains, so the op and stage readings are phase 2's;
-#   4. RUN: 300 iterations more from RUN-cut's policy with a mix head ("decisions": ["mix"],
-#      the risk-seeking baseline "top", the weight gradients' shift row "mix_wgrad";
-#      docs/policy.md, "The mix head"): only the head trains, the other readings are phase 3's.
+#   4. RUN-mix: 300 iterations more from RUN-cut's policy with a mix head ("decisions":
+#      ["mix"], the risk-seeking baseline "top"; docs/policy.md, "The mix head"): only the head
+#      trains, the other readings are phase 3's;
+#   5. RUN: 300 iterations more from RUN-mix's policy with the mix head's weight-gradient shift
+#      row ("mix_wgrad") and the blend frozen ("freeze": ["mix.w", "mix.b"]): only the row
+#      trains, every other parameter is phase 4's.
 # At the commits in pretrained.json the same commands give the same checkpoint. GDP_PRETRAIN_ARGS
 # adds flags to every phase; GDP_PRETRAIN_COMMIT names the commit of the binary that trained a
 # packaged run (default HEAD). Packaging keeps config.json, the last checkpoint (parameters and
 # Adam state), a state.json that names it, summary.json when the run finished, and
 # pretrained.json: the suite, the commands, the commit, samples, iterations and wall time of
 # every phase (a run that started from a packaged policy, --init models/gdp-pretrained, takes
-# the phases that policy's pretrained.json lists). Takes about 41 minutes on 2 cores (22 + 14 + 4
-# + 1).
+# the phases that policy's pretrained.json lists). Takes about 44 minutes on 2 cores (22 + 14 + 4
+# + 1 + 3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GDP=${GDP:-./build/gdp}
@@ -32,6 +35,7 @@ ITERATIONS=${GDP_PRETRAIN_ITERATIONS:-100}    # phase 1: 100 iterations, 65,641 
 JOINT_ITERATIONS=${GDP_PRETRAIN_JOINT_ITERATIONS:-30}  # phase 2 (0: phase 1 only)
 CUT_ITERATIONS=${GDP_PRETRAIN_CUT_ITERATIONS:-300}     # phase 3 (0: none)
 MIX_ITERATIONS=${GDP_PRETRAIN_MIX_ITERATIONS:-300}     # phase 4 (0: none)
+SHIFT_ITERATIONS=${GDP_PRETRAIN_SHIFT_ITERATIONS:-300} # phase 5 (0: none)
 OUT=models/gdp-pretrained
 
 # Runs one phase: DIR finished is kept, DIR with a checkpoint resumed, else COMMAND trains it.
@@ -53,8 +57,10 @@ if [ "${1:-}" = "--package" ]; then
 else
   RUN=${1:-runs/pretrain}
   # Each phase in its own directory, the last one in RUN; a phase of 0 iterations is skipped.
+  MIX_RUN=$RUN-mix
+  [ "$SHIFT_ITERATIONS" = 0 ] && MIX_RUN=$RUN
   CUT_RUN=$RUN-cut
-  [ "$MIX_ITERATIONS" = 0 ] && CUT_RUN=$RUN
+  [ "$MIX_ITERATIONS" = 0 ] && CUT_RUN=$MIX_RUN
   JOINT_RUN=$RUN-joint
   [ "$CUT_ITERATIONS" = 0 ] && JOINT_RUN=$CUT_RUN
   OP_RUN=$RUN-op
@@ -80,8 +86,12 @@ else
       '{"regime": "transfer", "policy": {"features": 4, "cut_width": 32}, "decisions": ["cut"]}'
   fi
   if [ "$MIX_ITERATIONS" != 0 ]; then
-    later_phase "$RUN" "$CUT_RUN" "$MIX_ITERATIONS" 4000000 "$CUT_RUN/mix.config.json" \
-      '{"regime": "transfer", "decisions": ["mix"], "ppo": {"baseline": "top"}, "policy": {"mix_wgrad": true}}'
+    later_phase "$MIX_RUN" "$CUT_RUN" "$MIX_ITERATIONS" 4000000 "$CUT_RUN/mix.config.json" \
+      '{"regime": "transfer", "decisions": ["mix"], "ppo": {"baseline": "top"}}'
+  fi
+  if [ "$SHIFT_ITERATIONS" != 0 ]; then
+    later_phase "$RUN" "$MIX_RUN" "$SHIFT_ITERATIONS" 4000000 "$MIX_RUN/shift.config.json" \
+      '{"regime": "transfer", "decisions": ["mix"], "ppo": {"baseline": "top"}, "policy": {"mix_wgrad": true}, "freeze": ["mix.w", "mix.b"]}'
   fi
 fi
 

@@ -372,18 +372,18 @@ TEST_CASE("rl/the shipped policy places held-out graphs zero-shot at least as we
           "[rl][pretrained]") {
   const std::map<std::string, double> floor = {
       // holdout.json (measured: docs/results.md, "The weight gradients beside the input gradients")
-      {"gnmt_8layer", 1.00},            // 1.122x (the previous policies' 0.978x, 0.969x, 0.930x)
+      {"gnmt_8layer", 1.00},            // 1.022x (the previous policies' 0.978x, 0.969x, 0.930x)
       {"bert_base", 1.00},              // 1.391x
       {"resnet50_b64", 1.00},           // 1.422x
       {"transformer_xl_8layer", 1.00},  // 1.206x
       // smoke.json
       {"rnnlm_small", 1.00},                   // 1.02x
-      {"gnmt_small", 1.00},                    // 1.03x (an earlier policy's 0.972x)
+      {"gnmt_small", 1.00},                    // 1.04x (an earlier policy's 0.972x)
       {"transformer_xl_small", 1.00},          // 1.24x
       {"bert_small", 1.00},                    // 1.48x
-      {"inception_v3_small", 1.00},            // 1.68x
+      {"inception_v3_small", 1.00},            // 1.70x
       {"resnet50_small", 1.00},                // 1.53x
-      {"amoebanet_small", 1.00},               // 1.76x
+      {"amoebanet_small", 1.00},               // 1.81x
       {"wavenet_small", 1.00},                 // 1.30x
       {"random_layered_small", 1.00},          // 1.31x
       {"random_series_parallel_small", 1.00},  // 1.37x
