@@ -145,7 +145,7 @@ class GdpPlacer : public place::Placer {
     // placement first; then, with every_count, the greedy labels read at every other device
     // count the memory bound allows (nearest the greedy count first, the decodings taking
     // turns; a placement already listed is skipped), in place of as many samples; then
-    // samples, split between the decodings as `allocate` says (evenly by default).
+    // samples, split between the decodings as `allocate` says (to the leading one by default).
     std::vector<Placement> ps;
     std::vector<std::string> from;
     std::vector<size_t> source;  // the decoding of each candidate
@@ -342,11 +342,12 @@ void gdp_places(place::Registry& r) {
                             "and the cut and mix heads the policy has): each "
                             "reading's greedy placement and counts, and an even share of the "
                             "samples"),
-       place::string_option("allocate", "even", {"even", "best"},
+       place::string_option("allocate", "best", {"even", "best"},
                             "zero-shot with several decodings: how the samples are split "
-                            "between them: even, or best (rounds of about N / 8, one to each "
-                            "decoding, then each round to the decoding whose fastest candidate "
-                            "so far is the fastest)"),
+                            "between them: best (rounds of about N / 8, one to each decoding, "
+                            "then each round to the decoding whose fastest candidate so far is "
+                            "the fastest; measured better on pipedream.json at 3 seeds, "
+                            "docs/results.md), or even"),
        place::boolean_option("fine_tune", false, "train from the checkpoint within the budget"),
        place::object_option("config", "training configuration (rl/gdp/config.h TrainConfig)")},
       true,

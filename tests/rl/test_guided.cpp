@@ -311,21 +311,23 @@ TEST_CASE("rl/zero-shot decodes op and stage decisions, and a rowless policy at 
   Cluster small = c;
   for (DeviceSpec& d : small.devices) d.memory_bytes = memory_lower_bound_bytes(g) * 3 / 10;
   const place::Problem pbs(g, small, cost);
-  const place::PlaceResult masked = zs(pbs, {{"samples", 6}, {"decode", "both"}});
+  const place::PlaceResult masked =
+      zs(pbs, {{"samples", 6}, {"decode", "both"}, {"allocate", "even"}});
   CHECK_THAT(masked.report.note,
              Contains("): greedy and 3 samples;") && Contains("): greedy and 2 samples;"));
   CHECK_THROWS_WITH(zs(pb, {{"decode", "layer"}}), Contains("decode"));
   // "all" is op and stage for a policy without a cut head, which cannot be read as a cut.
-  CHECK(zs(pbs, {{"samples", 6}, {"decode", "all"}}).report.note == masked.report.note);
+  CHECK(zs(pbs, {{"samples", 6}, {"decode", "all"}, {"allocate", "even"}}).report.note ==
+        masked.report.note);
   CHECK_THROWS_WITH(zs(pb, {{"decode", "cut"}}), Contains("cut head"));
   // allocate "best": a first round of samples to each decoding (rounds of about a tenth of
   // them), then each round to the decoding with the fastest candidate so far: deterministic,
   // the same budget and the same candidates before the samples.
   const place::PlaceResult even =
       zs(pb, {{"samples", 20}, {"decode", "both"}, {"allocate", "even"}});
-  CHECK(zs(pb, {{"samples", 20}, {"decode", "both"}}).report.note == even.report.note);
   const place::PlaceResult lead =
       zs(pb, {{"samples", 20}, {"decode", "both"}, {"allocate", "best"}});
+  CHECK(zs(pb, {{"samples", 20}, {"decode", "both"}}).report.note == lead.report.note);  // default
   CHECK(lead.report.samples == 21);
   CHECK(even.report.samples == 21);
   CHECK(lead.report.note ==
@@ -372,18 +374,18 @@ TEST_CASE("rl/the shipped policy places held-out graphs zero-shot at least as we
           "[rl][pretrained]") {
   const std::map<std::string, double> floor = {
       // holdout.json (measured: docs/results.md, "The weight gradients beside the input gradients")
-      {"gnmt_8layer", 1.00},            // 1.022x (the previous policies' 0.978x, 0.969x, 0.930x)
+      {"gnmt_8layer", 1.00},            // 1.049x (the previous policies' 0.978x, 0.969x, 0.930x)
       {"bert_base", 1.00},              // 1.391x
       {"resnet50_b64", 1.00},           // 1.422x
       {"transformer_xl_8layer", 1.00},  // 1.206x
       // smoke.json
       {"rnnlm_small", 1.00},                   // 1.02x
-      {"gnmt_small", 1.00},                    // 1.04x (an earlier policy's 0.972x)
+      {"gnmt_small", 1.00},                    // 1.08x (an earlier policy's 0.972x)
       {"transformer_xl_small", 1.00},          // 1.24x
-      {"bert_small", 1.00},                    // 1.48x
+      {"bert_small", 1.00},                    // 1.50x
       {"inception_v3_small", 1.00},            // 1.70x
       {"resnet50_small", 1.00},                // 1.53x
-      {"amoebanet_small", 1.00},               // 1.81x
+      {"amoebanet_small", 1.00},               // 1.88x
       {"wavenet_small", 1.00},                 // 1.30x
       {"random_layered_small", 1.00},          // 1.31x
       {"random_series_parallel_small", 1.00},  // 1.37x
