@@ -340,8 +340,8 @@ void gdp_places(place::Registry& r) {
                             "stages), mix (its mix head: a blend of stage coordinates), both "
                             "(the policy's own and the other of op and stage) or all (op, stage "
                             "and the cut and mix heads the policy has): each "
-                            "reading's greedy placement and counts, and an even share of the "
-                            "samples"),
+                            "reading's greedy placement and counts, and a share of the samples "
+                            "(allocate)"),
        place::string_option("allocate", "best", {"even", "best"},
                             "zero-shot with several decodings: how the samples are split "
                             "between them: best (rounds of about N / 8, one to each decoding, "

@@ -389,7 +389,7 @@ BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c, co
       mx[G + j] = static_cast<T>(mean);
       mx[G + M + j] = static_cast<T>(N > 0 ? std::sqrt(std::max(0.0, sq[j] / N - mean * mean)) : 0);
     }
-    in.mix_x = nn::BasicTensor<T>::from_vector({1, static_cast<int64_t>(mx.size())}, mx);
+    in.mix_x = nn::BasicTensor<T>::from_vector({1, G + 2 * M}, mx);
   }
   if (in.cut) {
     std::vector<T> bins(static_cast<size_t>(A), T(0));

@@ -97,10 +97,18 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
   }
   policy_->params().to_device(device);
   for (const std::string& f : config_.freeze) {
-    bool any = false;
-    for (const auto& e : policy_->params().entries()) any = any || e.name.rfind(f, 0) == 0;
-    if (!any) throw InputError("train: freeze: \"" + f + "\" names no parameter of this policy");
+    const size_t before = frozen_.size();
+    for (const auto& e : policy_->params().entries()) {
+      if (e.name.rfind(f, 0) != 0) continue;
+      int64_t n = 1;
+      for (int64_t d : e.shape) n *= d;
+      frozen_.emplace_back(e.offset, n);  // a parameter two prefixes name is zeroed twice
+    }
+    if (frozen_.size() == before)
+      throw InputError("train: freeze: \"" + f + "\" names no parameter of this policy");
   }
+  if (!frozen_.empty() && device != nn::Device::cpu)
+    throw InputError("train: freeze needs the cpu (the gradients are zeroed in place)");
   nn::AdamConfig ac;
   ac.lr = config_.lr;
   adam_ = std::make_unique<nn::Adam>(policy_->params(), ac);
@@ -415,18 +423,9 @@ void Trainer::backward(const GraphState& st, const Iteration& it, const nn::Var&
 double Trainer::apply_update() {
   tick_ = std::chrono::steady_clock::now();
   allreduce_grads(policy_->params(), ranks_);
-  if (!config_.freeze.empty()) {  // frozen parameters: no gradient, so Adam leaves them as they are
-    nn::Tensor grads = policy_->params().grads();
-    for (const auto& e : policy_->params().entries()) {
-      bool frozen = false;
-      for (const std::string& f : config_.freeze) frozen = frozen || e.name.rfind(f, 0) == 0;
-      if (!frozen) continue;
-      if (grads.device() != nn::Device::cpu)
-        throw std::invalid_argument("train: freeze needs the parameters on the cpu");
-      int64_t n = 1;
-      for (int64_t d : e.shape) n *= d;
-      std::fill(grads.data() + e.offset, grads.data() + e.offset + n, 0.0f);
-    }
+  if (!frozen_.empty()) {  // frozen parameters: no gradient, so Adam leaves them as they are
+    float* grads = policy_->params().grads().data();
+    for (const auto& [offset, n] : frozen_) std::fill(grads + offset, grads + offset + n, 0.0f);
   }
   const double norm = nn::clip_grad_norm(policy_->params(), config_.grad_clip);
   adam_->step();

@@ -175,6 +175,9 @@ class Trainer : public FramedLearner {
   CostModel cost_;
   std::unique_ptr<Policy> policy_;
   std::unique_ptr<nn::Adam> adam_;
+  // TrainConfig::freeze resolved once: (offset, count) of each frozen parameter in the flat
+  // gradient buffer, zeroed before every update.
+  std::vector<std::pair<int64_t, int64_t>> frozen_;
   std::vector<GraphState> graphs_;
   Rng rng_;                   // minibatch order (and GDP-one's sampling)
   int rank_ = 0, ranks_ = 1;  // core/mpi.h: GraphState::owner
