@@ -104,9 +104,10 @@ struct TrainConfig {
   // colocation unit over the same node logits (a stage's logits are the mean over its nodes),
   // so that a stage-trained policy can place the ops of one layer apart.
   std::string fine_tune_decision = "op";
-  // The checkpoint's greedy placement and this many - 1 samples under its own decision,
-  // simulated first (counted) and offered to the elites (with elite.size > 0). 0: off.
-  int32_t fine_tune_seeds = 16;
+  // The checkpoint's zero-shot candidates (rl/gdp/zero_shot.h with its defaults: every reading's
+  // greedy placement, then samples, this many in all), simulated first (counted) and offered to
+  // the elites (with elite.size > 0). 0: off. 64 is the zero-shot method's own count.
+  int32_t fine_tune_seeds = 64;
   // The warm start's heuristics still run (counted) and join the elites, but are never cloned
   // (imitation_steps is 0 over a checkpoint): the network keeps its start.
   bool fine_tune_warm_start = true;

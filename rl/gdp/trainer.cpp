@@ -12,6 +12,7 @@
 #include "core/mpi.h"
 #include "nn/graph_ops.h"
 #include "nn/ops.h"
+#include "rl/gdp/zero_shot.h"
 
 namespace gdp::rl {
 
@@ -167,18 +168,16 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
 Trainer::~Trainer() = default;
 
 void Trainer::seed_elites(const Policy& init, GraphState& st) {
+  // The zero-shot method's candidates (every reading of the checkpoint, its defaults), so that
+  // the search starts where the pre-trained network places best, not only from its op reading.
   const int64_t n = std::min<int64_t>(config_.fine_tune_seeds, st.run->samples_left());
   if (n <= 0) return;
-  nn::NoGradGuard no_grad;
-  const place::Problem& pb = st.run->problem();
-  PolicyInput in = init.prepare(pb.graph(), pb.cluster(), pb.cost());
-  const nn::Tensor logits = init.forward(in).value();
-  std::vector<Placement> ps{placement_of(in, greedy_actions(logits), 0)};
-  const std::vector<int32_t> acts = sample_actions(logits, static_cast<int32_t>(n - 1), st.rng);
-  for (int32_t k = 0; k + 1 < n; ++k) ps.push_back(placement_of(in, acts, k));
-  const std::vector<double> t = st.run->evaluate(ps);
-  for (size_t k = 0; k < ps.size(); ++k)
-    if (std::isfinite(t[k])) st.elites.offer(t[k], unit_actions(ps[k], st.input));
+  ZeroShotOptions o;
+  o.samples = n - 1;
+  const ZeroShotResult r = zero_shot(*st.run, init, o);
+  for (size_t k = 0; k < r.candidates.size(); ++k)
+    if (std::isfinite(r.step_s[k]))
+      st.elites.offer(r.step_s[k], unit_actions(r.candidates[k], st.input));
 }
 
 void Trainer::distribute() {

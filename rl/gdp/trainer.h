@@ -167,7 +167,8 @@ class Trainer : public FramedLearner {
                      std::vector<IterationStats>& rows);  // NaN when there are none
   void lap(double& into);                                 // adds the time since tick_ to `into`
   void run_warm_start(GraphState& st);  // TrainConfig::warm_start: heuristics run and counted
-  // Fine-tuning: the checkpoint's zero-shot placements to the elites (fine_tune_seeds).
+  // Fine-tuning: the checkpoint's zero-shot candidates (rl/gdp/zero_shot.h) to the elites
+  // (fine_tune_seeds).
   void seed_elites(const Policy& init, GraphState& st);
   void imitate();  // the warm start (TrainConfig::imitation_steps), timed into times_
 

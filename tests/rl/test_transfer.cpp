@@ -12,10 +12,12 @@
 #include "core/error.h"
 #include "datasets/registry.h"
 #include "nn/autograd.h"
+#include "place/run.h"
 #include "place/stages.h"
 #include "place_helpers.h"
 #include "rl/gdp/ppo.h"
 #include "rl/gdp/trainer.h"
+#include "rl/gdp/zero_shot.h"
 #include "rl_fixtures.h"
 #include "sim/simulator.h"
 
@@ -613,7 +615,7 @@ TEST_CASE("rl/fine-tuning a stage policy into op decisions: same network, finer 
   CHECK(tuned.iteration() == 1);
 }
 
-TEST_CASE("rl/fine-tuning with elites starts from the checkpoint's own placements", "[rl]") {
+TEST_CASE("rl/fine-tuning with elites starts from the checkpoint's zero-shot candidates", "[rl]") {
   const Graph g = test::small_rnnlm();
   const Cluster c = read_cluster("v100x2-nvlink");
   rl::TrainConfig cfg = test::tiny_config();
@@ -622,12 +624,26 @@ TEST_CASE("rl/fine-tuning with elites starts from the checkpoint's own placement
   rl::TrainConfig search = test::tiny_config();
   search.elite.size = 2;
   search.keep_reference = false;
-  // The greedy placement and fine_tune_seeds - 1 samples, counted before the first step.
+  // The zero-shot method's candidates, fine_tune_seeds of them, counted before the first step.
   search.fine_tune_seeds = 5;
   rl::Trainer seeded(search, {rl::TrainGraph{"rnn", &g, &c, nullptr}}, CostModel(), 3,
                      &pre.policy());
   CHECK(seeded.run(0).samples() == 5);
   REQUIRE(seeded.run(0).has_best());
+  {
+    // Exactly the zero-shot method's (rl/gdp/zero_shot.h, its defaults, 1 + 4 candidates) on
+    // a run of the same seed: every reading of the network, not only the op decisions'.
+    const CostModel cost;  // the problem keeps a reference
+    const place::Problem pb(g, c, cost);
+    place::Run zs(pb, "gdp", place::Budget(), 3);
+    rl::ZeroShotOptions o;
+    o.samples = 4;
+    const rl::ZeroShotResult r = rl::zero_shot(zs, pre.policy(), o);
+    CHECK(r.candidates.size() == 5);
+    CHECK(zs.samples() == 5);
+    CHECK(r.note.find("stage decisions") != std::string::npos);  // more than one reading
+    CHECK(zs.best_step_s() == seeded.run(0).best_step_s());
+  }
   // The checkpoint's greedy placement is among them: the best is at least as fast.
   nn::NoGradGuard no_grad;
   const rl::PolicyInput in = pre.policy().prepare(g, c);

@@ -1,0 +1,43 @@
+// Zero-shot placement: reading a trained policy on a graph it has never seen, with no update.
+// Every candidate comes from the network's outputs (each reading's greedy placement, read at
+// other device counts, and samples), every one simulated through the run and counted. Used by
+// the place method "gdp" (rl/gdp/method.cpp) and by fine-tuning, whose elites start from the
+// candidates (Trainer, TrainConfig::fine_tune_seeds).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/graph.h"
+#include "place/run.h"
+#include "rl/gdp/policy.h"
+
+namespace gdp::rl {
+
+struct ZeroShotOptions {
+  int64_t samples = 63;  // 1 + samples candidates in all (other readings' greedy ones included)
+  double temperature = 1;
+  // The greedy placement read at every device count the memory bound allows, in place of as
+  // many samples.
+  bool every_count = true;
+  // The readings: "own", "op", "stage", "cut", "mix", "both" or "all" (rl/gdp/method.cpp's
+  // option help says what each is).
+  std::string decode = "all";
+  // How the samples are split between several readings: "best" or "even".
+  std::string allocate = "best";
+  std::string source = "the policy";  // the checkpoint, for the note and errors
+};
+
+struct ZeroShotResult {
+  std::vector<Placement> candidates;  // in the order simulated (a repaired one not included)
+  std::vector<double> step_s;         // each candidate's step time (inf: out of memory)
+  std::string note;                   // where the best came from, and how many were valid
+};
+
+// The candidates of `policy` on the run's problem, each simulated through `run` (counted; a
+// budget too small for every reading's greedy placement keeps the first readings). When none is
+// valid, the greedy placement and then the candidates in order are repaired (place/repair.h,
+// every simulation counted) until one fits. The run's best is the result.
+ZeroShotResult zero_shot(place::Run& run, const Policy& policy, const ZeroShotOptions& o);
+
+}  // namespace gdp::rl
