@@ -32,11 +32,12 @@ class StageCutPlacer : public Placer {
     std::vector<double> time(g.num_ops());
     for (int32_t v = 0; v < g.num_ops(); ++v) time[v] = pb.simulator().op_time_s(v, 0);
     const StageCoordinates sc = stage_coordinates(g, time);
-    const std::vector<double>& key = coordinate_ == "memory"  ? sc.by_memory
-                                     : coordinate_ == "rank"  ? sc.by_rank
-                                     : coordinate_ == "fold"  ? sc.by_fold
-                                     : coordinate_ == "width" ? sc.by_width
-                                                              : sc.by_time;
+    const std::vector<double>& key = coordinate_ == "memory"     ? sc.by_memory
+                                     : coordinate_ == "rank"     ? sc.by_rank
+                                     : coordinate_ == "fold"     ? sc.by_fold
+                                     : coordinate_ == "width"    ? sc.by_width
+                                     : coordinate_ == "op_width" ? sc.by_op_width
+                                                                 : sc.by_time;
     const int32_t lo = stages_ > 0 ? stages_ : 1, hi = stages_ > 0 ? stages_ : D;
     int32_t raw_valid = 0, repaired = 0, tried = 0;
     Placement first;
@@ -77,10 +78,11 @@ MethodInfo stage_cut_method() {
       "stage-cut",
       "control: contiguous stages of the structural stage coordinate (place/stages.h), the best "
       "stage count, memory repaired",
-      {string_option("coordinate", "time", {"time", "memory", "rank", "fold", "width"},
+      {string_option("coordinate", "time", {"time", "memory", "rank", "fold", "width", "op_width"},
                      "the coordinate cut: cumulative op time, cumulative memory, rank, the "
-                     "fold (cumulative time among concurrent ranks), or the width (parallel "
-                     "branches side by side)"),
+                     "fold (cumulative time among concurrent ranks), the width (parallel "
+                     "branches side by side, per rank) or op_width (the same per op, each "
+                     "gradient with the forward op it reads)"),
        integer_option("stages", 0, 0, 65535, "stages (one per device); 0 tries 1..devices"),
        boolean_option("repair", true, "move units off over-full devices (place/repair.h)")},
       true,

@@ -408,10 +408,28 @@ StageCoordinates stage_coordinates(const Graph& g, const std::vector<double>& op
       ++width_count[rank[v]];
     }
   sc.by_width.resize(N);
+  sc.by_op_width.resize(N);
   for (int32_t v = 0; v < N; ++v) {
     sc.by_width[v] = width_count[rank[v]] > 0
                          ? std::clamp(width_sum[rank[v]] / width_count[rank[v]], 0.0, 1.0)
                          : 0.5;
+    // by_op_width: an op that computes in the forward pass, its own midpoint; any other op
+    // that reads such ops, the mean of theirs; else its rank's width.
+    double sum = 0;
+    int32_t n = 0;
+    if (forward(v) && computes[v]) {
+      sum = branch[v];
+      n = 1;
+    } else if (!forward(v)) {
+      for (int64_t k = g.in_ptr()[v]; k < g.in_ptr()[v + 1]; ++k) {
+        const int32_t x = g.edges()[g.in_edge_ids()[k]].src;
+        if (forward(x) && computes[x]) {
+          sum += branch[x];
+          ++n;
+        }
+      }
+    }
+    sc.by_op_width[v] = n > 0 ? std::clamp(sum / n, 0.0, 1.0) : sc.by_width[v];
     sc.by_time[v] = mid_time[rank[v]];
     sc.by_memory[v] = mid_memory[rank[v]];
     sc.by_rank[v] = (rank[v] + 0.5) / static_cast<double>(R);

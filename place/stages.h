@@ -60,6 +60,12 @@ struct StageCoordinates {
   // one), in [0, 1]. Parallel branches (an Inception block's towers, a NAS cell's operations)
   // read apart, a chain reads 0.5, and backward and update ops read as their rank.
   std::vector<double> by_width;  // (N)
+  // by_op_width: the same intervals per op instead of per rank: a forward op that computes
+  // reads its own interval's midpoint; a backward or update op the mean midpoint of the forward
+  // ops that compute it reads (the activations its gradient needs), so that it follows its
+  // forward op; any other op reads as by_width. A cut of it places the branches of one block
+  // apart even when one rank holds several of them, each op's gradient beside it.
+  std::vector<double> by_op_width;  // (N)
 };
 
 // O(N log N + E) (the concurrency sorts each rank's levels); deterministic. op_time_s (N):

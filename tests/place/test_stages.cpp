@@ -334,6 +334,51 @@ TEST_CASE("place/stages: the width splits a fork by the branches' paths to the e
   CHECK(sc.by_width[x] == Approx(0.5));  // a rank of no op that computes
 }
 
+TEST_CASE("place/stages: the op width reads each op's own branch, gradients with theirs",
+          "[place][stages]") {
+  // The fork above with a backward op per forward op that reads its forward op (and the
+  // gradient from above): b and c share a rank (level 2) and so one by_width, but by_op_width
+  // sets them apart, and each gradient reads as the forward op it reads.
+  Graph g;
+  g.name = "fork_backward";
+  auto add = [&](const std::string& name, Phase phase) {
+    return append_op(g, make_op(name, phase));
+  };
+  const int32_t x = add("x", Phase::forward), a = add("a", Phase::forward);
+  const int32_t b = add("b", Phase::forward), c = add("c", Phase::forward);
+  const int32_t b2 = add("b2", Phase::forward), join = add("join", Phase::forward);
+  const int32_t loss = add("loss", Phase::forward);
+  const int32_t gjoin = add("join_grad", Phase::backward), gb2 = add("b2_grad", Phase::backward);
+  const int32_t gb = add("b_grad", Phase::backward), gc = add("c_grad", Phase::backward);
+  const int32_t ga = add("a_grad", Phase::backward);
+  auto edge = [&](int32_t u, int32_t v) { g.add_edge(u, 0, v, 16); };
+  edge(x, a), edge(a, b), edge(a, c), edge(b, b2), edge(b2, join), edge(c, join), edge(join, loss);
+  edge(loss, gjoin), edge(join, gjoin), edge(gjoin, gb2), edge(b2, gb2), edge(gb2, gb), edge(b, gb);
+  edge(gjoin, gc), edge(c, gc), edge(gb, ga), edge(gc, ga), edge(a, ga);
+  g.finalize();
+  const StageCoordinates sc = stage_coordinates(g, unit_times(g));
+  const double mb = 0.5 * 4.0 / 7.0, mc = 4.0 / 7.0 + 0.5 * 3.0 / 7.0;
+  CHECK(sc.by_width[b] == Approx(sc.by_width[c]));  // one rank
+  CHECK(sc.by_op_width[b] == Approx(mb));
+  CHECK(sc.by_op_width[c] == Approx(mc));
+  CHECK(sc.by_op_width[b2] == Approx(mb));
+  CHECK(sc.by_op_width[a] == Approx(0.5));
+  CHECK(sc.by_op_width[x] == Approx(sc.by_width[x]));  // computes nothing: its rank's
+  // Each gradient reads the forward ops that compute among its inputs (join_grad reads join;
+  // its input from loss counts too: loss computes).
+  CHECK(sc.by_op_width[gb] == Approx(mb));
+  CHECK(sc.by_op_width[gc] == Approx(mc));
+  CHECK(sc.by_op_width[gb2] == Approx(mb));
+  CHECK(sc.by_op_width[ga] == Approx(0.5));
+  CHECK(sc.by_op_width[gjoin] == Approx(0.5));
+  // Cut in two: b's branch (with its gradients) on one device, c's on the other.
+  const std::vector<int32_t> cut = stage_cut(g, sc.by_op_width, 2);
+  CHECK(cut[b] == 0);
+  CHECK(cut[gb] == 0);
+  CHECK(cut[c] == 1);
+  CHECK(cut[gc] == 1);
+}
+
 TEST_CASE("place/stages: the width sets Inception's towers apart from structure alone",
           "[place][stages]") {
   const Graph g = test::small_inception();
