@@ -5,9 +5,7 @@
 // placement it simulated.
 #include "rl/gdp/method.h"
 
-#include <algorithm>
-#include <cmath>
-#include <cstdlib>
+#include <cstdio>
 
 #include "core/error.h"
 #include "nn/autograd.h"

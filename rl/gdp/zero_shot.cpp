@@ -18,7 +18,7 @@ namespace gdp::rl {
 
 namespace {
 
-// One way of reading the network: what one decision places ("op", "stage" or "cut"),
+// One way of reading the network: what one decision places ("op", "stage", "cut" or "mix"),
 // the input pooled that way, its unit logits and their greedy actions.
 struct Decoding {
   std::string decision;
