@@ -82,8 +82,7 @@ PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string&
                             "decision",         "head",           "head_hidden",
                             "devices_used",     "cut_head",       "cut_trunk",
                             "cut_width",        "cut_branch",     "cut_graph_skip",
-                            "mix_head",         "mix_stats",      "mix_wgrad",
-                            "mix_op_width"});
+                            "mix_head",         "mix_stats",      "mix_wgrad"});
   PolicyConfig c;
   c.max_devices = int_key(sj, j, "max_devices", c.max_devices, 1, 1024);
   c.type_embedding = int_key(sj, j, "type_embedding", c.type_embedding, 1, 4096);
@@ -121,7 +120,6 @@ PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string&
   c.mix_head = bool_key(sj, j, "mix_head", c.mix_head) || c.decision == "mix";
   c.mix_stats = bool_key(sj, j, "mix_stats", c.mix_stats);
   c.mix_wgrad = bool_key(sj, j, "mix_wgrad", c.mix_wgrad);
-  c.mix_op_width = bool_key(sj, j, "mix_op_width", c.mix_op_width);
   if (c.width % c.heads != 0)
     sj.fail("heads", "expected a divisor of width " + std::to_string(c.width) + ", got " +
                          std::to_string(c.heads));
@@ -157,7 +155,6 @@ nlohmann::ordered_json PolicyConfig::to_json() const {
   j["mix_head"] = mix_head;
   j["mix_stats"] = mix_stats;
   j["mix_wgrad"] = mix_wgrad;
-  j["mix_op_width"] = mix_op_width;
   return j;
 }
 
@@ -243,7 +240,7 @@ BasicPolicy<T>::BasicPolicy(const PolicyConfig& config, OpVocabulary vocab, uint
     if (c.cut_graph_skip) w_cut_xg_ = params_.add_constant("cut.w_x_graph", {C, G}, T(0));
   }
   if (c.mix_head) {  // last: logits near uniform over the bins (small weights, zero bias)
-    const int32_t M = static_cast<int32_t>(mix_columns().size()) + (c.mix_op_width ? 1 : 0);
+    const int32_t M = static_cast<int32_t>(mix_columns().size());
     const int32_t I = (c.mix_stats ? G : 1) + 2 * M;
     w_mix_ = params_.add_uniform("mix.w", {(1 + M) * A, I}, 0.01 * bound(I), rng_);
     b_mix_ = params_.add_constant("mix.b", {(1 + M) * A}, T(0));
@@ -320,11 +317,9 @@ BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c, co
   BasicPolicyInput<T> in;
   in.features = featurize(g, c, vocab_, cost);
   in.cut = unit == "cut";
-  // A mix over the op width places colocation units (the op width sets apart the branches
-  // one rank holds); otherwise every decision but op places stage units.
-  const bool op_units = unit == "op" || (unit == "mix" && config_.mix_op_width);
-  in.units = op_units ? place::Units::colocation(g)
-                      : place::stage_units(g, in.features.stage_rank, in.features.num_stage_ranks);
+  in.units = unit != "op"
+                 ? place::stage_units(g, in.features.stage_rank, in.features.num_stage_ranks)
+                 : place::Units::colocation(g);
   in.mix_shift = unit == "mix" && config_.mix_wgrad;
   if (in.mix_shift)
     in.units = place::split_units(g, in.units, place::weight_gradient_ops(g), &in.mix_part);
@@ -343,8 +338,7 @@ BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c, co
   in.mix = unit == "mix";
   in.devices_used = config_.devices_used && !in.mix;
   const std::vector<int32_t>& mix_cols = mix_columns();
-  const int32_t M0 = static_cast<int32_t>(mix_cols.size());
-  const int32_t M = M0 + (config_.mix_op_width ? 1 : 0);  // the op width last
+  const int32_t M = static_cast<int32_t>(mix_cols.size());
   if (in.mix) {
     in.mix_rows = 1 + M + (in.mix_shift ? 1 : 0);
     in.mix_bins = std::min(A, 8);
@@ -374,8 +368,7 @@ BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c, co
     std::vector<double> sum(M, 0), sq(M, 0);
     for (int32_t v = 0; v < N; ++v)
       for (int32_t j = 0; j < M; ++j) {
-        const double c_vj = j < M0 ? xf[static_cast<int64_t>(v) * kNodeFeatures + mix_cols[j]]
-                                   : in.features.op_width[v];
+        const double c_vj = xf[static_cast<int64_t>(v) * kNodeFeatures + mix_cols[j]];
         in.mix_unit[static_cast<size_t>(in.units.unit_of[v]) * M + j] += c_vj;
         sum[j] += c_vj;
         sq[j] += c_vj * c_vj;

@@ -144,11 +144,6 @@ struct PolicyConfig {
   // (mix.shift.*), so that a run over a checkpoint with a mix head adds it (--init) and can
   // train it alone (TrainConfig::freeze).
   bool mix_wgrad = false;
-  // The mix head blends one more coordinate, the op width (place/stages.h, by_op_width: each
-  // op's own branch, its gradients with it), and places colocation units instead of stage
-  // units, so that a blend can set apart the branches one rank holds (M = 5). A head of its
-  // own shape: a checkpoint's 4-coordinate mix head does not carry over.
-  bool mix_op_width = false;
 
   // Strict: unknown keys, wrong types and impossible values are InputErrors naming `source`
   // and the key. Missing keys keep their defaults.

@@ -73,7 +73,6 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
       config_.policy.mix_head = true;
       config_.policy.mix_stats = own.mix_stats;
       config_.policy.mix_wgrad = own.mix_wgrad;
-      config_.policy.mix_op_width = own.mix_op_width;
     } else if (mix && own.mix_wgrad) {
       config_.policy.mix_wgrad = true;  // a shift row the checkpoint's mix head lacks
     }
