@@ -222,10 +222,8 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
     const nlohmann::json& d = sj.array(j, "decisions", "");
     c.decisions.clear();
     for (size_t i = 0; i < d.size(); ++i) {
-      if (!d[i].is_string() ||
-          (d[i] != "op" && d[i] != "stage" && d[i] != "cut" && d[i] != "mix" && d[i] != "mixop"))
-        sj.fail(json_path("decisions", i),
-                "expected \"op\", \"stage\", \"cut\", \"mix\" or \"mixop\"");
+      if (!d[i].is_string() || (d[i] != "op" && d[i] != "stage" && d[i] != "cut" && d[i] != "mix"))
+        sj.fail(json_path("decisions", i), "expected \"op\", \"stage\", \"cut\" or \"mix\"");
       const std::string x = d[i].get<std::string>();
       if (std::find(c.decisions.begin(), c.decisions.end(), x) != c.decisions.end())
         sj.fail(json_path("decisions", i), "\"" + x + "\" is listed twice");
@@ -245,8 +243,6 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
     c.policy.cut_head = true;
   if (std::find(c.decisions.begin(), c.decisions.end(), "mix") != c.decisions.end())
     c.policy.mix_head = true;
-  if (std::find(c.decisions.begin(), c.decisions.end(), "mixop") != c.decisions.end())
-    c.policy.mix_op_head = true;
   read_section(sj, j, "elite", source, elite_keys(), c.elite);
   if (!read_section(sj, j, "explore", source, explore_keys(), c.explore).empty() &&
       c.explore.p_run + c.explore.p_block <= 0)

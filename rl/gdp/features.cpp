@@ -423,7 +423,6 @@ NodeFeatures featurize(const Graph& g, const Cluster& c, const OpVocabulary& voc
   }
   f.stage_rank = sc.rank;
   f.num_stage_ranks = sc.num_ranks;
-  f.op_width = sc.by_op_width;
   f.adj = nn::make_adjacency(N, st.src, st.dst);
   f.graph_stats = graph_row(g, c, st, sum, cap, units.num_units(), sc.num_ranks, links, comm_s);
   return f;

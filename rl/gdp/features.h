@@ -160,7 +160,6 @@ struct NodeFeatures {
   nn::Tensor graph_stats;                    // (1, G) float
   std::vector<int32_t> stage_rank;           // (N) place/stages.h's rank of each op
   int32_t num_stage_ranks = 0;
-  std::vector<double> op_width;  // (N) place/stages.h's by_op_width (the "mixop" reading's)
 };
 
 // Deterministic; linear in the graph. Measured time: the op's time for the cluster's device

@@ -118,8 +118,7 @@ void gdp_places(place::Registry& r) {
                              "memory bound allows is a candidate too (with a devices-used policy "
                              "its count row set; without one its labels coarsened, floor(a L / "
                              "D)), in place of as many of the N samples"),
-       place::string_option("decode", "all",
-                            {"own", "op", "stage", "cut", "mix", "mixop", "both", "all"},
+       place::string_option("decode", "all", {"own", "op", "stage", "cut", "mix", "both", "all"},
                             "zero-shot: what one decision places when the network is read: the "
                             "policy's own decisions, op, stage, cut (its cut head over the "
                             "stages), mix (its mix head: a blend of stage coordinates), both "

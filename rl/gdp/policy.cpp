@@ -82,8 +82,7 @@ PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string&
                             "decision",         "head",           "head_hidden",
                             "devices_used",     "cut_head",       "cut_trunk",
                             "cut_width",        "cut_branch",     "cut_graph_skip",
-                            "mix_head",         "mix_stats",      "mix_wgrad",
-                            "mix_op_head"});
+                            "mix_head",         "mix_stats",      "mix_wgrad"});
   PolicyConfig c;
   c.max_devices = int_key(sj, j, "max_devices", c.max_devices, 1, 1024);
   c.type_embedding = int_key(sj, j, "type_embedding", c.type_embedding, 1, 4096);
@@ -102,8 +101,7 @@ PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string&
   c.features = int_key(sj, j, "features", c.features, 1, 5);
   if (j.contains("decision")) {
     c.decision = sj.string(j, "decision", "");
-    if (c.decision != "op" && c.decision != "stage" && c.decision != "cut" && c.decision != "mix" &&
-        c.decision != "mixop")
+    if (c.decision != "op" && c.decision != "stage" && c.decision != "cut" && c.decision != "mix")
       sj.fail("decision",
               "expected \"op\", \"stage\", \"cut\" or \"mix\", got \"" + c.decision + "\"");
   }
@@ -122,7 +120,6 @@ PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string&
   c.mix_head = bool_key(sj, j, "mix_head", c.mix_head) || c.decision == "mix";
   c.mix_stats = bool_key(sj, j, "mix_stats", c.mix_stats);
   c.mix_wgrad = bool_key(sj, j, "mix_wgrad", c.mix_wgrad);
-  c.mix_op_head = bool_key(sj, j, "mix_op_head", c.mix_op_head) || c.decision == "mixop";
   if (c.width % c.heads != 0)
     sj.fail("heads", "expected a divisor of width " + std::to_string(c.width) + ", got " +
                          std::to_string(c.heads));
@@ -158,7 +155,6 @@ nlohmann::ordered_json PolicyConfig::to_json() const {
   j["mix_head"] = mix_head;
   j["mix_stats"] = mix_stats;
   j["mix_wgrad"] = mix_wgrad;
-  j["mix_op_head"] = mix_op_head;
   return j;
 }
 
@@ -253,12 +249,6 @@ BasicPolicy<T>::BasicPolicy(const PolicyConfig& config, OpVocabulary vocab, uint
       b_shift_ = params_.add_constant("mix.shift.b", {A}, T(0));
     }
   }
-  if (c.mix_op_head) {  // the second mix head: five coordinates, no shift row
-    const int32_t M = static_cast<int32_t>(mix_columns().size()) + 1;
-    const int32_t I = (c.mix_stats ? G : 1) + 2 * M;
-    w_mixop_ = params_.add_uniform("mixop.w", {(1 + M) * A, I}, 0.01 * bound(I), rng_);
-    b_mixop_ = params_.add_constant("mixop.b", {(1 + M) * A}, T(0));
-  }
 }
 
 int64_t copy_parameters_by_name(const nn::ParameterBuffer& from, nn::ParameterBuffer& to) {
@@ -311,8 +301,7 @@ template <typename T>
 BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c, const CostModel& cost,
                                             const std::string& decision) const {
   const std::string& unit = decision.empty() ? config_.decision : decision;
-  const bool mixop = unit == "mixop";
-  if (unit != "op" && unit != "stage" && unit != "cut" && unit != "mix" && !mixop)
+  if (unit != "op" && unit != "stage" && unit != "cut" && unit != "mix")
     throw std::invalid_argument(
         "policy prepare: decision must be \"op\", \"stage\", \"cut\" or \"mix\", got \"" + unit +
         "\"");
@@ -320,9 +309,6 @@ BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c, co
     throw std::invalid_argument("policy prepare: decision \"cut\" needs a policy with a cut head");
   if (unit == "mix" && !config_.mix_head)
     throw std::invalid_argument("policy prepare: decision \"mix\" needs a policy with a mix head");
-  if (mixop && !config_.mix_op_head)
-    throw std::invalid_argument(
-        "policy prepare: decision \"mixop\" needs a policy with mix_op_head");
   const int32_t D = c.num_devices();
   if (D > config_.max_devices)
     throw InputError("policy: cluster '" + c.name + "' has " + std::to_string(D) +
@@ -331,7 +317,7 @@ BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c, co
   BasicPolicyInput<T> in;
   in.features = featurize(g, c, vocab_, cost);
   in.cut = unit == "cut";
-  in.units = unit != "op" && !mixop
+  in.units = unit != "op"
                  ? place::stage_units(g, in.features.stage_rank, in.features.num_stage_ranks)
                  : place::Units::colocation(g);
   in.mix_shift = unit == "mix" && config_.mix_wgrad;
@@ -349,12 +335,10 @@ BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c, co
   std::vector<T> scale(U);
   for (int32_t u = 0; u < U; ++u) scale[u] = T(1) / count[u];
   in.unit_scale = nn::BasicTensor<T>::from_vector({U, 1}, scale);
-  in.mix = unit == "mix" || mixop;
-  in.mix_op = mixop;
+  in.mix = unit == "mix";
   in.devices_used = config_.devices_used && !in.mix;
   const std::vector<int32_t>& mix_cols = mix_columns();
-  const int32_t M0 = static_cast<int32_t>(mix_cols.size());
-  const int32_t M = M0 + (mixop ? 1 : 0);  // "mixop": the op width last
+  const int32_t M = static_cast<int32_t>(mix_cols.size());
   if (in.mix) {
     in.mix_rows = 1 + M + (in.mix_shift ? 1 : 0);
     in.mix_bins = std::min(A, 8);
@@ -384,8 +368,7 @@ BasicPolicyInput<T> BasicPolicy<T>::prepare(const Graph& g, const Cluster& c, co
     std::vector<double> sum(M, 0), sq(M, 0);
     for (int32_t v = 0; v < N; ++v)
       for (int32_t j = 0; j < M; ++j) {
-        const double c_vj = j < M0 ? xf[static_cast<int64_t>(v) * kNodeFeatures + mix_cols[j]]
-                                   : in.features.op_width[v];
+        const double c_vj = xf[static_cast<int64_t>(v) * kNodeFeatures + mix_cols[j]];
         in.mix_unit[static_cast<size_t>(in.units.unit_of[v]) * M + j] += c_vj;
         sum[j] += c_vj;
         sq[j] += c_vj * c_vj;
@@ -462,12 +445,9 @@ nn::BasicVar<T> BasicPolicy<T>::forward(const BasicPolicyInput<T>& in) const {
   using V = nn::BasicVar<T>;
   const V x(in.x), stats(in.stats);
   if (in.mix) {  // the blend's rows from the graph alone: no trunk
-    if (!in.mix_op && !w_mix_.defined())
+    if (!w_mix_.defined())
       throw std::invalid_argument("policy forward: a \"mix\" input needs a policy with a mix head");
-    if (in.mix_op && !w_mixop_.defined())
-      throw std::invalid_argument("policy forward: a \"mixop\" input needs mix_op_head");
-    V flat = in.mix_op ? nn::linear(V(in.mix_x), w_mixop_, b_mixop_)  // (1, R A)
-                       : nn::linear(V(in.mix_x), w_mix_, b_mix_);
+    V flat = nn::linear(V(in.mix_x), w_mix_, b_mix_);  // (1, R A)
     if (in.mix_shift) {
       if (!w_shift_.defined())
         throw std::invalid_argument("policy forward: a shift row needs a policy with mix_wgrad");

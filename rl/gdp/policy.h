@@ -144,12 +144,6 @@ struct PolicyConfig {
   // (mix.shift.*), so that a run over a checkpoint with a mix head adds it (--init) and can
   // train it alone (TrainConfig::freeze).
   bool mix_wgrad = false;
-  // A second mix head (decision "mixop", parameters mixop.*): the same kind of blend over five
-  // coordinates, the four above and the op width (place/stages.h, by_op_width: each op's own
-  // branch, its gradients with it), cutting colocation units instead of stage units, so that a
-  // blend can set apart the branches one rank holds. No shift row. A reading of its own beside
-  // "mix", which keeps the stage units.
-  bool mix_op_head = false;
 
   // Strict: unknown keys, wrong types and impossible values are InputErrors naming `source`
   // and the key. Missing keys keep their defaults.
@@ -179,7 +173,6 @@ struct BasicPolicyInput {
   nn::BasicTensor<T> mix_x;      // (1, I) [graph statistics |] the coordinates' mean and std
   std::vector<double> mix_unit;  // (U * M) each unit's mean coordinates (mix_columns)
   bool mix_shift = false;        // mix_wgrad: the last row is the weight gradients' shift
-  bool mix_op = false;           // decision "mixop": the second mix head's rows
   std::vector<uint8_t> mix_part;  // (U) with mix_shift: 1 for a unit of weight gradients
   int32_t num_units() const { return units.num_units(); }
   // Decisions per placement (R): the units, and the devices-used row where there is one; with
@@ -253,7 +246,6 @@ class BasicPolicy {
   nn::BasicVar<T> w_cut_xg_;                       // (C, G) cut_graph_skip
   nn::BasicVar<T> w_mix_, b_mix_;                  // ((1 + M) A, G + 2M), ((1 + M) A) mix_head
   nn::BasicVar<T> w_shift_, b_shift_;              // (A, G + 2M), (A) mix_wgrad's shift row
-  nn::BasicVar<T> w_mixop_, b_mixop_;              // mix_op_head, M = 5
   std::unique_ptr<nn::BasicSageEncoder<T>> sage_cut_;
 };
 

@@ -53,10 +53,6 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
                    std::find(config_.decisions.begin(), config_.decisions.end(), "mix") !=
                        config_.decisions.end();
   config_.policy.mix_head = mix;
-  const bool mixop = config_.policy.mix_op_head || config_.policy.decision == "mixop" ||
-                     std::find(config_.decisions.begin(), config_.decisions.end(), "mixop") !=
-                         config_.decisions.end();
-  config_.policy.mix_op_head = mixop;
   if (init) {
     // Fine-tuning keeps its start: no behaviour cloning over the checkpoint (it would overwrite
     // what pre-training learned). The elites and local proposals start from the policy's own
@@ -80,13 +76,10 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
     } else if (mix && own.mix_wgrad) {
       config_.policy.mix_wgrad = true;  // a shift row the checkpoint's mix head lacks
     }
-    if (mixop) config_.policy.mix_op_head = true;  // a second mix head the checkpoint lacks
   }
   // Checked on the run as it will train (over a checkpoint the warm start and cloning are off).
-  const bool trains_mix = config_.policy.decision == "mix" || config_.policy.decision == "mixop" ||
+  const bool trains_mix = config_.policy.decision == "mix" ||
                           std::find(config_.decisions.begin(), config_.decisions.end(), "mix") !=
-                              config_.decisions.end() ||
-                          std::find(config_.decisions.begin(), config_.decisions.end(), "mixop") !=
                               config_.decisions.end();
   if (trains_mix && (config_.elite.size > 0 || config_.explore.local_fraction > 0 ||
                      config_.expert.anneal_samples > 0 || !config_.warm_start.empty() ||

@@ -49,14 +49,13 @@ std::vector<std::string> decisions(const Policy& policy, const ZeroShotOptions& 
   const PolicyConfig& pc = policy.config();
   const std::string& own = pc.decision;
   auto has = [&](const std::string& x) {
-    return (x != "cut" || pc.cut_head) && (x != "mix" || pc.mix_head) &&
-           (x != "mixop" || pc.mix_op_head);
+    return (x != "cut" || pc.cut_head) && (x != "mix" || pc.mix_head);
   };
   if (o.decode == "own") return {own};
   if (o.decode == "both") return {own, own == "op" ? "stage" : "op"};
   if (o.decode == "all") {
     std::vector<std::string> d{own};
-    for (const char* x : {"op", "stage", "cut", "mix", "mixop"})
+    for (const char* x : {"op", "stage", "cut", "mix"})
       if (x != own && has(x)) d.push_back(x);
     return d;
   }
