@@ -98,6 +98,7 @@ class GdpPlacer : public place::Placer {
 }  // namespace
 
 void gdp_places(place::Registry& r) {
+  const ZeroShotOptions zs;  // the zero-shot defaults, shared with fine-tuning's seeds
   r.add(place::MethodInfo{
       "gdp",
       "the GDP policy (GraphSAGE + segment-recurrent attention + superposition, PPO): trains on "
@@ -106,19 +107,20 @@ void gdp_places(place::Registry& r) {
                             "'pretrained' (the shipped policy, models/gdp-pretrained), a `gdp "
                             "train` output DIR (or DIR/ckpt-N.bin), or 'none': train a fresh "
                             "policy on the graph (GDP-one)"),
-       place::integer_option("samples", 63, 0, int64_t{1} << 30,
+       place::integer_option("samples", zs.samples, 0, int64_t{1} << 30,
                              "zero-shot: the best of the greedy placement and N samples (1 + N "
                              "candidates; with decode both, each decoding's greedy placement "
                              "and its counts count among them)"),
-       place::number_option("temperature", 1, 0.05, 100,
+       place::number_option("temperature", zs.temperature, 0.05, 100,
                             "zero-shot: the samples are drawn from softmax(logits / T); the "
                             "greedy placement is unchanged"),
-       place::boolean_option("every_count", true,
+       place::boolean_option("every_count", zs.every_count,
                              "zero-shot: the greedy placement read at every device count the "
                              "memory bound allows is a candidate too (with a devices-used policy "
                              "its count row set; without one its labels coarsened, floor(a L / "
                              "D)), in place of as many of the N samples"),
-       place::string_option("decode", "all", {"own", "op", "stage", "cut", "mix", "both", "all"},
+       place::string_option("decode", zs.decode,
+                            {"own", "op", "stage", "cut", "mix", "both", "all"},
                             "zero-shot: what one decision places when the network is read: the "
                             "policy's own decisions, op, stage, cut (its cut head over the "
                             "stages), mix (its mix head: a blend of stage coordinates), both "
@@ -126,7 +128,7 @@ void gdp_places(place::Registry& r) {
                             "and the cut and mix heads the policy has): each "
                             "reading's greedy placement and counts, and a share of the samples "
                             "(allocate)"),
-       place::string_option("allocate", "best", {"even", "best"},
+       place::string_option("allocate", zs.allocate, {"even", "best"},
                             "zero-shot with several decodings: how the samples are split "
                             "between them: best (rounds of about N / 8, one to each decoding, "
                             "then each round to the decoding whose fastest candidate so far is "

@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "core/graph.h"
 #include "place/run.h"
 #include "rl/gdp/policy.h"
 
