@@ -113,6 +113,15 @@ const std::vector<Key<ExpertConfig>>& expert_keys() {
   return k;
 }
 
+// fine_tune_zero_shot's scalar keys (and "decode", "allocate": strings; `samples` is
+// fine_tune_seeds - 1, `source` the checkpoint's).
+const std::vector<Key<ZeroShotOptions>>& zero_shot_keys() {
+  using S = ZeroShotOptions;
+  static const std::vector<Key<S>> k = {{"temperature", &S::temperature, 0.05, 100},
+                                        {"every_count", &S::every_count}};
+  return k;
+}
+
 // TrainConfig's own scalar keys (the sections, regime, policy and warm_start aside).
 const std::vector<Key<TrainConfig>>& train_keys() {
   using S = TrainConfig;
@@ -162,10 +171,10 @@ TrainConfig TrainConfig::preset(const std::string& regime, const std::string& so
 TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& source,
                                    const std::string& default_regime) {
   StrictJson sj(source);
-  sj.check_keys(
-      j, "", {},
-      names_of(train_keys(), {"regime", "policy", "ppo", "reward", "warm_start", "elite", "explore",
-                              "expert", "fine_tune_decision", "decisions", "freeze"}));
+  sj.check_keys(j, "", {},
+                names_of(train_keys(), {"regime", "policy", "ppo", "reward", "warm_start", "elite",
+                                        "explore", "expert", "fine_tune_decision",
+                                        "fine_tune_zero_shot", "decisions", "freeze"}));
   TrainConfig c = preset(j.contains("regime") ? sj.string(j, "regime", "") : default_regime,
                          source + ": regime");
   if (j.contains("policy")) {
@@ -243,6 +252,27 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
     c.policy.cut_head = true;
   if (std::find(c.decisions.begin(), c.decisions.end(), "mix") != c.decisions.end())
     c.policy.mix_head = true;
+  const nlohmann::json& zs = read_section(sj, j, "fine_tune_zero_shot", source, zero_shot_keys(),
+                                          c.fine_tune_zero_shot, {"decode", "allocate"});
+  {
+    const StrictJson sz(source + ": fine_tune_zero_shot");
+    auto one_of = [&](const char* key, std::string& out, std::initializer_list<const char*> ok) {
+      if (!zs.contains(key)) return;
+      const std::string v = sz.string(zs, key, "");
+      std::string list;
+      for (const char* x : ok) {
+        if (v == x) {
+          out = v;
+          return;
+        }
+        list += std::string(list.empty() ? "" : ", ") + "\"" + x + "\"";
+      }
+      sz.fail(key, "expected one of " + list + ", got \"" + v + "\"");
+    };
+    one_of("decode", c.fine_tune_zero_shot.decode,
+           {"own", "op", "stage", "cut", "mix", "both", "all"});
+    one_of("allocate", c.fine_tune_zero_shot.allocate, {"even", "best"});
+  }
   read_section(sj, j, "elite", source, elite_keys(), c.elite);
   if (!read_section(sj, j, "explore", source, explore_keys(), c.explore).empty() &&
       c.explore.p_run + c.explore.p_block <= 0)
@@ -269,6 +299,9 @@ nlohmann::ordered_json TrainConfig::to_json() const {
   j["explore"] = write_keys(explore_keys(), explore);
   j["expert"] = write_keys(expert_keys(), expert);
   j["fine_tune_decision"] = fine_tune_decision;
+  j["fine_tune_zero_shot"] = write_keys(zero_shot_keys(), fine_tune_zero_shot);
+  j["fine_tune_zero_shot"]["decode"] = fine_tune_zero_shot.decode;
+  j["fine_tune_zero_shot"]["allocate"] = fine_tune_zero_shot.allocate;
   j["decisions"] = decisions;
   j["freeze"] = freeze;
   return j;

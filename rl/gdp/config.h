@@ -15,6 +15,22 @@
 
 namespace gdp::rl {
 
+// How a trained policy is read zero-shot (rl/gdp/zero_shot.h): the gdp place method's options,
+// and fine-tuning's seeds (TrainConfig::fine_tune_zero_shot).
+struct ZeroShotOptions {
+  int64_t samples = 63;  // 1 + samples candidates in all (other readings' greedy ones included)
+  double temperature = 1;
+  // The greedy placement read at every device count the memory bound allows, in place of as
+  // many samples.
+  bool every_count = true;
+  // The readings: "own", "op", "stage", "cut", "mix", "both" or "all" (rl/gdp/method.cpp's
+  // option help says what each is).
+  std::string decode = "all";
+  // How the samples are split between several readings: "best" or "even".
+  std::string allocate = "best";
+  std::string source = "the policy";  // the checkpoint, for the note and errors
+};
+
 // Elite imitation (docs/ppo.md, "Levers"): a cross-entropy term toward the best placements
 // found so far, beside the PPO loss: loss += weight_t * mean_{e,u} -log p(a_eu).
 struct EliteConfig {
@@ -108,6 +124,10 @@ struct TrainConfig {
   // greedy placement, then samples, this many in all), simulated first (counted) and offered to
   // the elites (with elite.size > 0). 0: off. 64 is the zero-shot method's own count.
   int32_t fine_tune_seeds = 64;
+  // How those candidates are read (section "fine_tune_zero_shot": decode, allocate,
+  // temperature, every_count; `samples` is fine_tune_seeds - 1). The gdp place method sets it
+  // from its own options, so that `fine_tune` seeds from the zero-shot placement it would give.
+  ZeroShotOptions fine_tune_zero_shot;
   // The warm start's heuristics still run (counted) and join the elites, but are never cloned
   // (imitation_steps is 0 over a checkpoint): the network keeps its start.
   bool fine_tune_warm_start = true;

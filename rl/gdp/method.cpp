@@ -32,6 +32,8 @@ class GdpPlacer : public place::Placer {
         allocate_(o.string("allocate")),
         fine_tune_(o.boolean("fine_tune")),
         config_(TrainConfig::from_json(o.object("config"), "method 'gdp': options.config")) {
+    // Fine-tuning's seeds are the zero-shot placement this method would give: its options.
+    config_.fine_tune_zero_shot = zero_shot_options();
     if (fine_tune_ && checkpoint_.empty())
       throw InputError(
           "method 'gdp': options.fine_tune: needs a checkpoint (options.checkpoint is 'none')");
@@ -72,7 +74,7 @@ class GdpPlacer : public place::Placer {
     return placement_of(in, greedy_actions(logits.value()), 0);
   }
 
-  Placement zero_shot(place::Run& run, const Policy& policy) const {
+  ZeroShotOptions zero_shot_options() const {
     ZeroShotOptions o;
     o.samples = samples_;
     o.temperature = temperature_;
@@ -80,7 +82,11 @@ class GdpPlacer : public place::Placer {
     o.decode = decode_;
     o.allocate = allocate_;
     o.source = checkpoint_;
-    ZeroShotResult r = rl::zero_shot(run, policy, o);
+    return o;
+  }
+
+  Placement zero_shot(place::Run& run, const Policy& policy) const {
+    ZeroShotResult r = rl::zero_shot(run, policy, zero_shot_options());
     run.set_note(r.note);
     return run.has_best() ? run.best() : r.candidates.at(0);
   }
@@ -134,7 +140,9 @@ void gdp_places(place::Registry& r) {
                             "then each round to the decoding whose fastest candidate so far is "
                             "the fastest; measured better on pipedream.json at 3 seeds, "
                             "docs/results.md), or even"),
-       place::boolean_option("fine_tune", false, "train from the checkpoint within the budget"),
+       place::boolean_option("fine_tune", false,
+                             "train from the checkpoint within the budget, its elites seeded "
+                             "from the zero-shot candidates these options give"),
        place::object_option("config", "training configuration (rl/gdp/config.h TrainConfig)")},
       true,
       [](const place::Options& o) { return std::make_unique<GdpPlacer>(o); }});

@@ -168,11 +168,12 @@ Trainer::Trainer(TrainConfig config, std::vector<TrainGraph> graphs, const CostM
 Trainer::~Trainer() = default;
 
 void Trainer::seed_elites(const Policy& init, GraphState& st) {
-  // The zero-shot method's candidates (every reading of the checkpoint, its defaults), so that
-  // the search starts where the pre-trained network places best, not only from its op reading.
+  // The zero-shot method's candidates (every reading of the checkpoint by default; the gdp
+  // method's own options), so that the search starts where the pre-trained network places
+  // best, not only from its op reading.
   const int64_t n = std::min<int64_t>(config_.fine_tune_seeds, st.run->samples_left());
   if (n <= 0) return;
-  ZeroShotOptions o;
+  ZeroShotOptions o = config_.fine_tune_zero_shot;
   o.samples = n - 1;
   const ZeroShotResult r = zero_shot(*st.run, init, o);
   for (size_t k = 0; k < r.candidates.size(); ++k)

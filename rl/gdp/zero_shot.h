@@ -2,30 +2,17 @@
 // Every candidate comes from the network's outputs (each reading's greedy placement, read at
 // other device counts, and samples), every one simulated through the run and counted. Used by
 // the place method "gdp" (rl/gdp/method.cpp) and by fine-tuning, whose elites start from the
-// candidates (Trainer, TrainConfig::fine_tune_seeds).
+// candidates (Trainer, TrainConfig::fine_tune_seeds and fine_tune_zero_shot).
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "place/run.h"
+#include "rl/gdp/config.h"  // ZeroShotOptions
 #include "rl/gdp/policy.h"
 
 namespace gdp::rl {
-
-struct ZeroShotOptions {
-  int64_t samples = 63;  // 1 + samples candidates in all (other readings' greedy ones included)
-  double temperature = 1;
-  // The greedy placement read at every device count the memory bound allows, in place of as
-  // many samples.
-  bool every_count = true;
-  // The readings: "own", "op", "stage", "cut", "mix", "both" or "all" (rl/gdp/method.cpp's
-  // option help says what each is).
-  std::string decode = "all";
-  // How the samples are split between several readings: "best" or "even".
-  std::string allocate = "best";
-  std::string source = "the policy";  // the checkpoint, for the note and errors
-};
 
 struct ZeroShotResult {
   std::vector<Placement> candidates;  // in the order simulated (a repaired one not included)

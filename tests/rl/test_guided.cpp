@@ -162,6 +162,31 @@ TEST_CASE("rl/the shipped pre-trained checkpoint loads with the current policy c
   CHECK_THAT(rl::pretrained_summary(), Contains("pretrain"));
 }
 
+// Fine-tuning through the method seeds its elites from the zero-shot placement the method's own
+// options would give (TrainConfig::fine_tune_zero_shot): a reading the checkpoint lacks is the
+// zero-shot error, with fine_tune as without.
+TEST_CASE("rl/gdp fine-tuning seeds from the reading its options name", "[rl]") {
+  const std::string ckpt = tiny_run("fine_tune_reading").string();
+  const Graph g = test::small_rnnlm();
+  const Cluster c = read_cluster("v100x2-nvlink");
+  const CostModel cost;
+  const place::Problem pb(g, c, cost);
+  place::Budget budget;
+  budget.samples = 40;
+  auto ft = [&](nlohmann::json o) {
+    o["checkpoint"] = ckpt;
+    return place::place(place::prepare(rl_registry(), "gdp", o), pb, budget, 1);
+  };
+  for (bool fine_tune : {false, true})
+    CHECK_THAT(error_of([&] {
+                 ft({{"decode", "cut"}, {"fine_tune", fine_tune}});
+               }),
+               Contains("options.decode") && Contains("cut head"));
+  const place::PlaceResult r = ft({{"decode", "own"}, {"fine_tune", true}});
+  CHECK(std::isfinite(r.report.best_step_s));
+  CHECK_THAT(r.report.note, Contains("fine-tuned"));
+}
+
 // Zero-shot with a devices-used policy (a tiny run with the row): the greedy positions are read
 // at every device count (every_count, on by default) in place of as many samples, nearest the
 // greedy count first, a count that decodes to a placement already listed skipped: on 4 devices

@@ -644,6 +644,40 @@ TEST_CASE("rl/fine-tuning with elites starts from the checkpoint's zero-shot can
     CHECK(r.note.find("stage decisions") != std::string::npos);  // more than one reading
     CHECK(zs.best_step_s() == seeded.run(0).best_step_s());
   }
+  {
+    // Read as fine_tune_zero_shot says (the gdp method passes its own options): one reading,
+    // another temperature, no device counts; the same as zero_shot with those options.
+    rl::TrainConfig stage = search;
+    stage.fine_tune_zero_shot.decode = "stage";
+    stage.fine_tune_zero_shot.temperature = 0.5;
+    stage.fine_tune_zero_shot.every_count = false;
+    rl::Trainer read(stage, {rl::TrainGraph{"rnn", &g, &c, nullptr}}, CostModel(), 3,
+                     &pre.policy());
+    CHECK(read.run(0).samples() == 5);
+    const CostModel cost;
+    const place::Problem pb(g, c, cost);
+    place::Run zs(pb, "gdp", place::Budget(), 3);
+    rl::ZeroShotOptions o = stage.fine_tune_zero_shot;
+    o.samples = 4;
+    const rl::ZeroShotResult r = rl::zero_shot(zs, pre.policy(), o);
+    CHECK(r.note.find("stage decisions") != std::string::npos);
+    CHECK(r.note.find("op decisions") == std::string::npos);
+    CHECK(zs.best_step_s() == read.run(0).best_step_s());
+    // The section is strict and round-trips.
+    const rl::TrainConfig rt = rl::TrainConfig::from_json(stage.to_json(), "rt");
+    CHECK(rt.fine_tune_zero_shot.decode == "stage");
+    CHECK(rt.fine_tune_zero_shot.temperature == 0.5);
+    CHECK_FALSE(rt.fine_tune_zero_shot.every_count);
+    CHECK(rt.fine_tune_zero_shot.allocate == "best");
+    CHECK_THROWS_WITH(
+        rl::TrainConfig::from_json(
+            nlohmann::json::parse(R"({"fine_tune_zero_shot": {"decode": "layer"}})"), "cfg.json"),
+        Contains("cfg.json: fine_tune_zero_shot") && Contains("decode") && Contains("\"mix\""));
+    CHECK_THROWS_WITH(
+        rl::TrainConfig::from_json(
+            nlohmann::json::parse(R"({"fine_tune_zero_shot": {"samples": 3}})"), "cfg.json"),
+        Contains("fine_tune_zero_shot") && Contains("samples"));
+  }
   // The checkpoint's greedy placement is among them: the best is at least as fast.
   nn::NoGradGuard no_grad;
   const rl::PolicyInput in = pre.policy().prepare(g, c);
