@@ -256,22 +256,19 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
                                           c.fine_tune_zero_shot, {"decode", "allocate"});
   {
     const StrictJson sz(source + ": fine_tune_zero_shot");
-    auto one_of = [&](const char* key, std::string& out, std::initializer_list<const char*> ok) {
+    auto one_of = [&](const char* key, std::string& out, const std::vector<std::string>& ok) {
       if (!zs.contains(key)) return;
       const std::string v = sz.string(zs, key, "");
-      std::string list;
-      for (const char* x : ok) {
-        if (v == x) {
-          out = v;
-          return;
-        }
-        list += std::string(list.empty() ? "" : ", ") + "\"" + x + "\"";
+      if (std::find(ok.begin(), ok.end(), v) != ok.end()) {
+        out = v;
+        return;
       }
+      std::string list;
+      for (const std::string& x : ok) list += (list.empty() ? "\"" : ", \"") + x + "\"";
       sz.fail(key, "expected one of " + list + ", got \"" + v + "\"");
     };
-    one_of("decode", c.fine_tune_zero_shot.decode,
-           {"own", "op", "stage", "cut", "mix", "both", "all"});
-    one_of("allocate", c.fine_tune_zero_shot.allocate, {"even", "best"});
+    one_of("decode", c.fine_tune_zero_shot.decode, kZeroShotDecodes);
+    one_of("allocate", c.fine_tune_zero_shot.allocate, kZeroShotAllocations);
   }
   read_section(sj, j, "elite", source, elite_keys(), c.elite);
   if (!read_section(sj, j, "explore", source, explore_keys(), c.explore).empty() &&

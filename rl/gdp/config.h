@@ -30,6 +30,11 @@ struct ZeroShotOptions {
   std::string allocate = "best";
   std::string source = "the policy";  // the checkpoint, for the note and errors
 };
+// The values decode and allocate take (the gdp method's options and the config's
+// fine_tune_zero_shot section both check against these).
+inline const std::vector<std::string> kZeroShotDecodes = {"own", "op",   "stage", "cut",
+                                                          "mix", "both", "all"};
+inline const std::vector<std::string> kZeroShotAllocations = {"even", "best"};
 
 // Elite imitation (docs/ppo.md, "Levers"): a cross-entropy term toward the best placements
 // found so far, beside the PPO loss: loss += weight_t * mean_{e,u} -log p(a_eu).

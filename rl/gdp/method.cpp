@@ -32,7 +32,12 @@ class GdpPlacer : public place::Placer {
         allocate_(o.string("allocate")),
         fine_tune_(o.boolean("fine_tune")),
         config_(TrainConfig::from_json(o.object("config"), "method 'gdp': options.config")) {
-    // Fine-tuning's seeds are the zero-shot placement this method would give: its options.
+    // Fine-tuning's seeds are the zero-shot placement this method would give: its options,
+    // which a config section of its own must not contradict.
+    if (o.object("config").contains("fine_tune_zero_shot"))
+      throw InputError(
+          "method 'gdp': options.config.fine_tune_zero_shot: the method sets it from its own "
+          "options (decode, allocate, temperature, every_count); give those instead");
     config_.fine_tune_zero_shot = zero_shot_options();
     if (fine_tune_ && checkpoint_.empty())
       throw InputError(
@@ -125,8 +130,7 @@ void gdp_places(place::Registry& r) {
                              "memory bound allows is a candidate too (with a devices-used policy "
                              "its count row set; without one its labels coarsened, floor(a L / "
                              "D)), in place of as many of the N samples"),
-       place::string_option("decode", zs.decode,
-                            {"own", "op", "stage", "cut", "mix", "both", "all"},
+       place::string_option("decode", zs.decode, kZeroShotDecodes,
                             "zero-shot: what one decision places when the network is read: the "
                             "policy's own decisions, op, stage, cut (its cut head over the "
                             "stages), mix (its mix head: a blend of stage coordinates), both "
@@ -134,7 +138,7 @@ void gdp_places(place::Registry& r) {
                             "and the cut and mix heads the policy has): each "
                             "reading's greedy placement and counts, and a share of the samples "
                             "(allocate)"),
-       place::string_option("allocate", zs.allocate, {"even", "best"},
+       place::string_option("allocate", zs.allocate, kZeroShotAllocations,
                             "zero-shot with several decodings: how the samples are split "
                             "between them: best (rounds of about N / 8, one to each decoding, "
                             "then each round to the decoding whose fastest candidate so far is "

@@ -182,6 +182,11 @@ TEST_CASE("rl/gdp fine-tuning seeds from the reading its options name", "[rl]") 
                  ft({{"decode", "cut"}, {"fine_tune", fine_tune}});
                }),
                Contains("options.decode") && Contains("cut head"));
+  // The config section the options set is not given twice.
+  CHECK_THAT(error_of([&] {
+               ft({{"fine_tune", true}, {"config", {{"fine_tune_zero_shot", {{"decode", "op"}}}}}});
+             }),
+             Contains("options.config.fine_tune_zero_shot") && Contains("decode"));
   const place::PlaceResult r = ft({{"decode", "own"}, {"fine_tune", true}});
   CHECK(std::isfinite(r.report.best_step_s));
   CHECK_THAT(r.report.note, Contains("fine-tuned"));
