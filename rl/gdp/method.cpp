@@ -32,12 +32,8 @@ class GdpPlacer : public place::Placer {
         allocate_(o.string("allocate")),
         fine_tune_(o.boolean("fine_tune")),
         config_(TrainConfig::from_json(o.object("config"), "method 'gdp': options.config")) {
-    // Fine-tuning's seeds are the zero-shot placement this method would give: its options,
-    // which a config section of its own must not contradict.
-    if (o.object("config").contains("fine_tune_zero_shot"))
-      throw InputError(
-          "method 'gdp': options.config.fine_tune_zero_shot: the method sets it from its own "
-          "options (decode, allocate, temperature, every_count); give those instead");
+    // Fine-tuning's seeds are the zero-shot placement this method would give: its options win
+    // over a config's section (a run's config.json, passed whole, carries one).
     config_.fine_tune_zero_shot = zero_shot_options();
     if (fine_tune_ && checkpoint_.empty())
       throw InputError(
