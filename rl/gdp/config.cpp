@@ -113,6 +113,13 @@ const std::vector<Key<ExpertConfig>>& expert_keys() {
   return k;
 }
 
+const std::vector<Key<CounterfactualConfig>>& counterfactual_keys() {
+  using S = CounterfactualConfig;
+  static const std::vector<Key<S>> k = {{"units", &S::units, 0, 1 << 16},
+                                        {"weight", &S::weight, 0, 1e6}};
+  return k;
+}
+
 // fine_tune_zero_shot's scalar keys (and "decode", "allocate": strings; `samples` is
 // fine_tune_seeds - 1, `source` the checkpoint's).
 const std::vector<Key<ZeroShotOptions>>& zero_shot_keys() {
@@ -173,7 +180,7 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
   StrictJson sj(source);
   sj.check_keys(j, "", {},
                 names_of(train_keys(), {"regime", "policy", "ppo", "reward", "warm_start", "elite",
-                                        "explore", "expert", "fine_tune_decision",
+                                        "explore", "expert", "counterfactual", "fine_tune_decision",
                                         "fine_tune_zero_shot", "decisions", "freeze"}));
   TrainConfig c = preset(j.contains("regime") ? sj.string(j, "regime", "") : default_regime,
                          source + ": regime");
@@ -279,6 +286,15 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
       c.expert.anneal_samples > 0 && c.elite.size == 0)
     StrictJson(source + ": expert")
         .fail("anneal_samples", "expert iteration imitates the elites: needs elite.size > 0");
+  const nlohmann::json& cf = read_section(sj, j, "counterfactual", source, counterfactual_keys(),
+                                          c.counterfactual, {"target"});
+  if (cf.contains("target")) {
+    const StrictJson sc(source + ": counterfactual");
+    const std::string t = sc.string(cf, "target", "");
+    if (t != "expected" && t != "best")
+      sc.fail("target", "expected \"expected\" or \"best\", got \"" + t + "\"");
+    c.counterfactual.target = t;
+  }
   return c;
 }
 
@@ -295,6 +311,8 @@ nlohmann::ordered_json TrainConfig::to_json() const {
   j["elite"] = write_keys(elite_keys(), elite);
   j["explore"] = write_keys(explore_keys(), explore);
   j["expert"] = write_keys(expert_keys(), expert);
+  j["counterfactual"] = write_keys(counterfactual_keys(), counterfactual);
+  j["counterfactual"]["target"] = counterfactual.target;
   j["fine_tune_decision"] = fine_tune_decision;
   j["fine_tune_zero_shot"] = write_keys(zero_shot_keys(), fine_tune_zero_shot);
   j["fine_tune_zero_shot"]["decode"] = fine_tune_zero_shot.decode;

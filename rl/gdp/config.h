@@ -59,6 +59,26 @@ struct ExpertConfig {
   // proposals), then kept for that graph (in the checkpoint).
 };
 
+// Counterfactual probes (docs/ppo.md, "Counterfactual probes"): a per-unit signal from the
+// simulator beside the PPO loss. Each iteration, per graph, `units` probes: an on-policy sample
+// k and a unit u drawn uniformly, and the sample re-simulated with u on each other device
+// (D - 1 simulations, counted in the budget). The rewards r_d of u on device d (the sample's
+// own for its device) give per-probe advantages A_d = r_d - mean_d r_d, divided by their root
+// mean square over the graph's probes and clipped to [-3, 3]; the loss adds
+//   -weight * mean_probes sum_d p(d | u) A_d
+// (the all-actions policy gradient of one unit's exact counterfactuals: what one reward per
+// placement resolves only at K ~ U samples). With target "best", instead a cross-entropy toward
+// each probe's best device weighted by that device's advantage (clipped to [0, 3]):
+//   -weight * mean_probes m log p(best | u)
+// (policy improvement toward the unit's best response, which does not fade as the policy
+// sharpens). Per-unit device decisions only ("op", "stage" without the devices-used row);
+// 0 units: off.
+struct CounterfactualConfig {
+  int32_t units = 0;                // probes per graph and iteration
+  double weight = 1.0;              // of the term
+  std::string target = "expected";  // "expected" (all-actions gradient) or "best"
+};
+
 struct TrainConfig {
   // The named regime whose defaults the other keys start from (docs/ppo.md): "search", the
   // levers that win on one graph (GDP-one, fine-tuning: local proposals, elites, warm start;
@@ -93,6 +113,7 @@ struct TrainConfig {
   EliteConfig elite;
   ExploreConfig explore{0.875, 0.1, 0.1};
   ExpertConfig expert;
+  CounterfactualConfig counterfactual;
   // The entropy bonus falls linearly to 0 over this many iterations (0: constant).
   int32_t entropy_decay_iterations = 0;
   // Each iteration, each op's type is replaced by the unknown slot (vocabulary index 0) with

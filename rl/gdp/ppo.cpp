@@ -256,17 +256,76 @@ BasicVar<T> ppo_loss(const BasicVar<T>& logits, const std::vector<int32_t>& acti
 }
 
 template <typename T>
+BasicVar<T> counterfactual_loss(const BasicVar<T>& logits, const std::vector<int64_t>& units,
+                                const std::vector<T>& adv, double weight) {
+  const char* who = "rl::counterfactual_loss";
+  if (!logits.defined() || logits.value().ndim() != 2) fail(who, "logits must be (U, A)");
+  const int64_t U = logits.dim(0), A = logits.dim(1), P = static_cast<int64_t>(units.size());
+  if (P == 0) fail(who, "no probed units");
+  for (int64_t j = 0; j < P; ++j)
+    if (units[j] < 0 || units[j] >= U)
+      fail(who, "unit[" + std::to_string(j) + "] = " + std::to_string(units[j]) + " not in [0, " +
+                    std::to_string(U) + ")");
+  if (static_cast<int64_t>(adv.size()) != P * A)
+    fail(who, "adv has " + std::to_string(adv.size()) +
+                  " entries, expected P * A = " + std::to_string(P * A));
+  for (size_t i = 0; i < adv.size(); ++i)
+    if (!std::isfinite(static_cast<double>(adv[i])))
+      fail(who, "adv[" + std::to_string(i) + "] is not finite");
+  if (!std::isfinite(weight)) fail(who, "weight must be finite");
+  const BasicVar<T> p = nn::exp(nn::log_softmax(nn::gather_rows(logits, units)));  // (P, A)
+  const BasicVar<T> a(BasicTensor<T>::from_vector({P, A}, adv).to_device(logits.value().device()));
+  // the mean over P * A entries times A: the mean over probes of the sum over columns
+  return nn::scale(nn::mean(nn::mul(p, a)), static_cast<T>(-weight * static_cast<double>(A)));
+}
+
+template <typename T>
+BasicVar<T> counterfactual_best_loss(const BasicVar<T>& logits, const std::vector<int64_t>& units,
+                                     const std::vector<int32_t>& best, const std::vector<T>& m,
+                                     double weight) {
+  const char* who = "rl::counterfactual_best_loss";
+  if (!logits.defined() || logits.value().ndim() != 2) fail(who, "logits must be (U, A)");
+  const int64_t U = logits.dim(0), P = static_cast<int64_t>(units.size());
+  if (P == 0) fail(who, "no probed units");
+  for (int64_t j = 0; j < P; ++j)
+    if (units[j] < 0 || units[j] >= U)
+      fail(who, "unit[" + std::to_string(j) + "] = " + std::to_string(units[j]) + " not in [0, " +
+                    std::to_string(U) + ")");
+  if (static_cast<int64_t>(best.size()) != P || static_cast<int64_t>(m.size()) != P)
+    fail(who, "best and m must have P = " + std::to_string(P) + " entries, got " +
+                  std::to_string(best.size()) + " and " + std::to_string(m.size()));
+  for (size_t i = 0; i < m.size(); ++i)
+    if (!std::isfinite(static_cast<double>(m[i])))
+      fail(who, "m[" + std::to_string(i) + "] is not finite");
+  if (!std::isfinite(weight)) fail(who, "weight must be finite");
+  // sample_log_probs checks best against [0, A); its (1, P) log-probabilities of the best columns
+  const BasicVar<T> logp = sample_log_probs(nn::gather_rows(logits, units), best);
+  const std::vector<T> lp = logp.value().cpu().to_vector();
+  for (int64_t j = 0; j < P; ++j)
+    if (static_cast<double>(lp[j]) < 0.5 * static_cast<double>(kMaskedLogit))
+      fail(who, "probe " + std::to_string(j) + ": its best column " + std::to_string(best[j]) +
+                    " is masked");
+  const BasicVar<T> mv(BasicTensor<T>::from_vector({1, P}, m).to_device(logits.value().device()));
+  return nn::scale(nn::mean(nn::mul(logp, mv)), static_cast<T>(-weight));
+}
+
+template <typename T>
 std::vector<T> log_probs(const BasicTensor<T>& logits, const std::vector<int32_t>& actions) {
   nn::NoGradGuard no_grad;
   return sample_log_probs(BasicVar<T>(logits), actions).value().cpu().to_vector();
 }
 
-#define GDP_RL_PPO_INSTANTIATE(T)                                                            \
-  template BasicVar<T> ppo_loss<T>(const BasicVar<T>&, const std::vector<int32_t>&,          \
-                                   const std::vector<T>&, const std::vector<double>&,        \
-                                   const PpoConfig&, PpoStats*);                             \
-  template BasicVar<T> sample_log_probs<T>(const BasicVar<T>&, const std::vector<int32_t>&); \
-  template std::vector<T> log_probs<T>(const BasicTensor<T>&, const std::vector<int32_t>&);
+#define GDP_RL_PPO_INSTANTIATE(T)                                                              \
+  template BasicVar<T> ppo_loss<T>(const BasicVar<T>&, const std::vector<int32_t>&,            \
+                                   const std::vector<T>&, const std::vector<double>&,          \
+                                   const PpoConfig&, PpoStats*);                               \
+  template BasicVar<T> sample_log_probs<T>(const BasicVar<T>&, const std::vector<int32_t>&);   \
+  template std::vector<T> log_probs<T>(const BasicTensor<T>&, const std::vector<int32_t>&);    \
+  template BasicVar<T> counterfactual_loss<T>(const BasicVar<T>&, const std::vector<int64_t>&, \
+                                              const std::vector<T>&, double);                  \
+  template BasicVar<T> counterfactual_best_loss<T>(                                            \
+      const BasicVar<T>&, const std::vector<int64_t>&, const std::vector<int32_t>&,            \
+      const std::vector<T>&, double);
 GDP_RL_PPO_INSTANTIATE(float)
 GDP_RL_PPO_INSTANTIATE(double)
 #undef GDP_RL_PPO_INSTANTIATE

@@ -94,6 +94,30 @@ nn::BasicVar<T> ppo_loss(const nn::BasicVar<T>& logits,          // (U, A)
                          const std::vector<double>& advantages,  // (K)
                          const PpoConfig& c, PpoStats* stats = nullptr);
 
+// The counterfactual probes' term (TrainConfig::counterfactual, docs/ppo.md): over the rows
+// `units` (P) of logits (U, A) and their advantages adv (P * A, row-major; 0 on masked columns,
+// whose probability is exactly 0),
+//   loss = -weight * mean_j sum_c p(c | u_j) adv_jc,
+// the all-actions policy gradient: dloss/dz_{u_j c} = -(weight / P) p_c (adv_jc - sum_d p_d
+// adv_jd). A unit probed twice gets both rows' gradients. Throws std::invalid_argument on an empty
+// or out-of-range unit list, adv of the wrong size or a non-finite entry.
+template <typename T>
+nn::BasicVar<T> counterfactual_loss(const nn::BasicVar<T>& logits,      // (U, A)
+                                    const std::vector<int64_t>& units,  // (P)
+                                    const std::vector<T>& adv,          // (P * A)
+                                    double weight);
+
+// The probes' term with target "best": a weighted cross-entropy toward each probe's best column,
+//   loss = -weight * mean_j m_j log p(best_j | u_j),
+// dloss/dz_{u_j c} = -(weight / P) m_j (1{c = best_j} - p_c). best (P) must be open columns;
+// m (P) finite. Throws std::invalid_argument as counterfactual_loss.
+template <typename T>
+nn::BasicVar<T> counterfactual_best_loss(const nn::BasicVar<T>& logits,      // (U, A)
+                                         const std::vector<int64_t>& units,  // (P)
+                                         const std::vector<int32_t>& best,   // (P)
+                                         const std::vector<T>& m,            // (P)
+                                         double weight);
+
 // The log-probabilities of K placements from one pass over the logits, differentiable:
 // logits (U, A), actions (K * U) sample-major -> logp (K, U),
 //   logp[k][u] = logits[u][a_ku] - logsumexp(logits[u]).

@@ -205,7 +205,10 @@ bool Trainer::done(const place::Budget& budget) const {
   const int64_t per_graph =
       static_cast<int64_t>(config_.samples_per_iteration) +
       (config_.expert.anneal_samples > 0 ? config_.expert.anneal_samples + 1 : 0);
-  const int64_t next = per_graph * static_cast<int64_t>(graphs_.size());
+  int64_t next = per_graph * static_cast<int64_t>(graphs_.size());
+  if (config_.counterfactual.units > 0)  // at most D - 1 simulations a probe
+    for (const GraphState& st : graphs_)
+      next += static_cast<int64_t>(config_.counterfactual.units) * (st.input.num_devices - 1);
   bool stop = (budget.samples > 0 && total_samples() + next > budget.samples) ||
               (budget.seconds > 0 && wall_s() >= budget.seconds);
   if (ranks_ > 1) {  // rank 0's clock decides for all
@@ -405,13 +408,105 @@ void Trainer::score(GraphState& st, const Iteration& it, Sampled& s, IterationSt
   row.invalid_frac = 1.0 - static_cast<double>(valid) / it.K;
 }
 
+void Trainer::probe(GraphState& st, const Iteration& it, Sampled& s, IterationStats& row) {
+  const CounterfactualConfig& cf = config_.counterfactual;
+  const PolicyInput& in = st.input;
+  // Per-unit device decisions only: a row of the devices-used, cut or mix readings is not a
+  // unit's device.
+  if (cf.units <= 0 || it.K_on <= 0 || in.devices_used || in.cut || in.mix) return;
+  const int64_t U = in.num_rows(), A = s.host.dim(1);
+  const int32_t D = in.num_devices;
+  if (D < 2 || st.run->samples_left() < static_cast<int64_t>(cf.units) * (D - 1)) return;
+  tick_ = std::chrono::steady_clock::now();
+  Rng& rng = rng_of(st);
+  const float* z = s.host.data();
+  const std::vector<int32_t>& acts = s.batch.actions;
+  std::vector<int32_t> probe_k;
+  std::vector<int64_t> probe_u;
+  std::vector<Placement> moved;  // per probe, its open devices but the sample's own, in order
+  for (int32_t j = 0; j < cf.units; ++j) {
+    const int32_t k = static_cast<int32_t>(rng.below(static_cast<uint64_t>(it.K_on)));
+    const int64_t u = static_cast<int64_t>(rng.below(static_cast<uint64_t>(U)));
+    probe_k.push_back(k);
+    probe_u.push_back(u);
+    std::vector<int32_t> a(acts.begin() + k * U, acts.begin() + (k + 1) * U);
+    const int32_t own = a[static_cast<size_t>(u)];
+    for (int32_t d = 0; d < D; ++d) {
+      if (d == own || z[u * A + d] < kMaskedLogit / 2) continue;
+      a[static_cast<size_t>(u)] = d;
+      moved.push_back(placement_of(in, a, 0));
+    }
+  }
+  const std::vector<double> t = st.run->evaluate(moved);
+  // Rewards per probe and column, the sample's own from its simulation; deviations from each
+  // probe's mean over its open columns.
+  std::vector<double> dev(static_cast<size_t>(cf.units * A), 0.0);
+  std::vector<uint8_t> open(dev.size(), 0);
+  double ss = 0, gain = 0;
+  int64_t n = 0, agree = 0;
+  size_t next = 0;
+  for (int32_t j = 0; j < cf.units; ++j) {
+    const int64_t u = probe_u[static_cast<size_t>(j)];
+    const int32_t k = probe_k[static_cast<size_t>(j)];
+    const int32_t own = acts[static_cast<size_t>(k * U + u)];
+    const double t_own = s.step_s[static_cast<size_t>(k)];
+    double* r = dev.data() + j * A;
+    uint8_t* o = open.data() + j * A;
+    double mean = 0, best_t = t_own;
+    int32_t m = 0, best = own;
+    for (int32_t d = 0; d < D; ++d) {
+      if (z[u * A + d] < kMaskedLogit / 2) continue;
+      const double td = d == own ? t_own : t[next++];
+      r[d] = reward_of(td, st.reference_s, config_.reward);
+      o[d] = 1;
+      mean += r[d];
+      ++m;
+      if (td < best_t) best_t = td, best = d;
+    }
+    mean /= m;
+    for (int32_t d = 0; d < D; ++d)
+      if (o[d]) r[d] -= mean, ss += r[d] * r[d], ++n;
+    if (std::isfinite(t_own) && std::isfinite(best_t)) gain += (t_own - best_t) / t_own;
+    int32_t arg = 0;  // the policy's most likely device for the unit
+    for (int32_t d = 1; d < D; ++d)
+      if (z[u * A + d] > z[u * A + arg]) arg = d;
+    agree += arg == best;
+  }
+  row.cf_gain = gain / cf.units;
+  row.cf_agree = static_cast<double>(agree) / cf.units;
+  const double rms = n > 0 ? std::sqrt(ss / static_cast<double>(n)) : 0;
+  if (!(rms > 1e-12)) return;  // no unit moved anything: no signal
+  s.batch.cf_units = probe_u;
+  if (cf.target == "best") {
+    for (int32_t j = 0; j < cf.units; ++j) {  // the best open column and its advantage
+      int32_t b = -1;
+      for (int32_t d = 0; d < D; ++d)
+        if (open[j * A + d] && (b < 0 || dev[j * A + d] > dev[j * A + b])) b = d;
+      s.batch.cf_best.push_back(b);
+      s.batch.cf_m.push_back(static_cast<float>(std::clamp(dev[j * A + b] / rms, 0.0, 3.0)));
+    }
+    lap(times_.simulate_s);
+    return;
+  }
+  s.batch.cf_adv.assign(dev.size(), 0.0f);
+  for (size_t i = 0; i < dev.size(); ++i)
+    if (open[i]) s.batch.cf_adv[i] = static_cast<float>(std::clamp(dev[i] / rms, -3.0, 3.0));
+  lap(times_.simulate_s);
+}
+
 void Trainer::backward(const GraphState& st, const Iteration& it, const nn::Var& logits,
                        const std::vector<int32_t>& acts, const std::vector<float>& old,
-                       const std::vector<double>& adv, const std::vector<int32_t>& elites,
-                       IterationStats& row, bool first) {
+                       const std::vector<double>& adv, const Batch& full, IterationStats& row,
+                       bool first) {
   PpoStats stats;
-  const nn::Var loss =
-      graph_loss(logits, acts, old, adv, elites, it.ppo, it.elite_w, stats, row.elite_ce);
+  nn::Var loss =
+      graph_loss(logits, acts, old, adv, full.elites, it.ppo, it.elite_w, stats, row.elite_ce);
+  const double cf_w = config_.counterfactual.weight;
+  if (!full.cf_best.empty())
+    loss = nn::add(loss,
+                   counterfactual_best_loss(logits, full.cf_units, full.cf_best, full.cf_m, cf_w));
+  else if (!full.cf_units.empty())
+    loss = nn::add(loss, counterfactual_loss(logits, full.cf_units, full.cf_adv, cf_w));
   nn::backward(nn::scale(loss, st.loss_weight));
   lap(times_.backward_s);
   if (first) row.entropy = stats.entropy;
@@ -464,7 +559,7 @@ double Trainer::more_epochs(const Iteration& it, const std::vector<Sampled>& sam
         tick_ = std::chrono::steady_clock::now();
         const nn::Var logits = policy_->forward(graphs_[gi].input);
         lap(times_.forward_s);
-        backward(graphs_[gi], it, logits, acts, old, adv, b.elites, rows[gi],
+        backward(graphs_[gi], it, logits, acts, old, adv, b, rows[gi],
                  !it.reuse_first && e == 0 && mb == 0);
       }
       grad_norm = apply_update();
@@ -496,9 +591,10 @@ std::vector<IterationStats> Trainer::step() {
     sample(st, it, s, rows[gi]);
     simulate(st, it, s, rows[gi]);
     score(st, it, s, rows[gi]);
+    probe(st, it, s, rows[gi]);
     if (it.reuse_first)  // the sampling pass is also the first epoch's forward
-      backward(st, it, s.logits, s.batch.actions, s.batch.old_logp, s.batch.adv, s.batch.elites,
-               rows[gi], true);
+      backward(st, it, s.logits, s.batch.actions, s.batch.old_logp, s.batch.adv, s.batch, rows[gi],
+               true);
     s.logits = nn::Var();  // the tape is no longer needed
   }
   if (it.reuse_first) grad_norm = apply_update();

@@ -143,6 +143,12 @@ class Trainer : public FramedLearner {
     std::vector<float> old_logp;   // (K_on * U)
     std::vector<double> adv;       // (K_on)
     std::vector<int32_t> elites;   // (elites * U)
+    // Counterfactual probes (TrainConfig::counterfactual): the units probed (P) and their
+    // normalized advantages per action column (P * A; 0 on masked columns).
+    std::vector<int64_t> cf_units;
+    std::vector<float> cf_adv;
+    std::vector<int32_t> cf_best;  // (P) with target "best": each probe's best column
+    std::vector<float> cf_m;       // (P) and its weight
   };
   struct Sampled {
     nn::Var logits;                     // the sampling pass (with its tape when reused)
@@ -156,12 +162,13 @@ class Trainer : public FramedLearner {
   void sample(GraphState& st, const Iteration& it, Sampled& s, IterationStats& row);
   void simulate(GraphState& st, const Iteration& it, Sampled& s, IterationStats& row);
   void score(GraphState& st, const Iteration& it, Sampled& s, IterationStats& row);
+  // TrainConfig::counterfactual: probes of the on-policy samples (after simulate).
+  void probe(GraphState& st, const Iteration& it, Sampled& s, IterationStats& row);
   // The loss of one graph's samples, back-propagated with its weight; `first`: the row's
   // entropy is this pass's.
   void backward(const GraphState& st, const Iteration& it, const nn::Var& logits,
                 const std::vector<int32_t>& acts, const std::vector<float>& old,
-                const std::vector<double>& adv, const std::vector<int32_t>& elites,
-                IterationStats& row, bool first);
+                const std::vector<double>& adv, const Batch& full, IterationStats& row, bool first);
   double apply_update();  // allreduce, clip, Adam; returns the gradient norm
   double more_epochs(const Iteration& it, const std::vector<Sampled>& sampled,
                      std::vector<IterationStats>& rows);  // NaN when there are none

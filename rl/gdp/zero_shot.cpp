@@ -140,8 +140,16 @@ ZeroShotResult zero_shot(place::Run& run, const Policy& policy, const ZeroShotOp
   // nothing and costs a simulation), drawn one at a time (the same rng sequence as drawing
   // them at once), at most 4 count + 16 draws; returns how many it simulated.
   std::vector<char> exhausted(G, 0);
+  // While nothing valid has been found, the last sample of the budget stays in reserve for the
+  // memory repair below (its valid placement is one simulation); `held` ends the drawing.
+  bool held = false;
   auto draw = [&](size_t i, int32_t count) -> int32_t {
-    if (count <= 0) return 0;
+    if (!run.has_best() && run.samples_left() != std::numeric_limits<int64_t>::max())
+      count = static_cast<int32_t>(std::min<int64_t>(count, run.samples_left() - 1));
+    if (count <= 0) {
+      held = true;
+      return 0;
+    }
     std::vector<Placement> batch;
     for (int32_t tries = 0; static_cast<int32_t>(batch.size()) < count && tries < 4 * count + 16;
          ++tries) {
@@ -166,8 +174,8 @@ ZeroShotResult zero_shot(place::Run& run, const Policy& policy, const ZeroShotOp
       left -= draw(
           i, n / static_cast<int32_t>(G) + (static_cast<int32_t>(i) < n % static_cast<int32_t>(G)));
     // What an exhausted decoding could not use goes to the others, one sample each in turn.
-    while (left > 0 && std::find(exhausted.begin(), exhausted.end(), 0) != exhausted.end())
-      for (size_t i = 0; i < G && left > 0; ++i)
+    while (left > 0 && !held && std::find(exhausted.begin(), exhausted.end(), 0) != exhausted.end())
+      for (size_t i = 0; i < G && left > 0 && !held; ++i)
         if (!exhausted[i]) left -= draw(i, 1);
   } else {
     // "best": rounds of about n / 8 samples, one to each decoding in turn, then each next
@@ -177,8 +185,9 @@ ZeroShotResult zero_shot(place::Run& run, const Policy& policy, const ZeroShotOp
     // stays in the budget.
     const int32_t chunk = std::max(1, n / 8);
     int32_t left = n;
-    for (size_t i = 0; i < G && left > 0; ++i) left -= draw(i, std::min(chunk, left));
-    while (left > 0 && std::find(exhausted.begin(), exhausted.end(), 0) != exhausted.end()) {
+    for (size_t i = 0; i < G && left > 0 && !held; ++i) left -= draw(i, std::min(chunk, left));
+    while (left > 0 && !held &&
+           std::find(exhausted.begin(), exhausted.end(), 0) != exhausted.end()) {
       std::vector<double> fastest(G, std::numeric_limits<double>::infinity());
       for (size_t k = 0; k < t.size(); ++k)
         if (std::isfinite(t[k]) && !exhausted[source[k]])
@@ -206,13 +215,13 @@ ZeroShotResult zero_shot(place::Run& run, const Policy& policy, const ZeroShotOp
       key[v] = in.features.x[static_cast<int64_t>(v) * kNodeFeatures + feat::stage_time];
     for (size_t k = 0; k < ps.size() && !run.has_best(); ++k) {
       const place::RepairResult r = place::repair_memory(pb, ps[k], key);
-      run.count_samples(r.simulations - 1);  // its last simulation is the evaluation below
-      if (r.valid) {
-        run.evaluate(r.placement);
+      if (r.valid && run.samples_left() > 0) {
+        run.evaluate(r.placement);  // its last simulation; the earlier ones are counted after
+        run.count_samples(r.simulations - 1);
         repaired = "; " + std::string(k == 0 ? "the greedy placement" : "a candidate") +
                    " repaired (" + std::to_string(r.moved_ops) + " ops moved)";
       } else {
-        run.count_samples(1);
+        run.count_samples(r.simulations);
       }
       if (k >= 8) break;  // repair is a fallback, not a search
     }

@@ -66,6 +66,11 @@ struct IterationStats {
   double greedy_changed = kNaN;  // fraction of units whose greedy device changed
   double elite_ce = kNaN;        // the elite cross-entropy, mean over elites and units
   int64_t local_samples = 0;     // of this iteration's samples, local proposals
+  // Counterfactual probes (GDP's TrainConfig::counterfactual): the mean over probes of the
+  // step-time fraction the probed unit's best device saves over the sample's, and the fraction
+  // of probes where the policy's most likely device is that best one.
+  double cf_gain = kNaN;
+  double cf_agree = kNaN;
 };
 
 class Learner {

@@ -27,6 +27,8 @@ const std::vector<StatField>& stat_fields() {
       {"greedy_changed", &S::greedy_changed},
       {"elite_ce", &S::elite_ce},
       {"local_samples", nullptr, &S::local_samples},
+      {"cf_gain", &S::cf_gain},
+      {"cf_agree", &S::cf_agree},
   };
   return f;
 }

@@ -293,7 +293,7 @@ C
     for f in config.json log.csv best.json state.json summary.json; do
       [ -s "$tmp/a/$f" ] || fail "train did not write $f"
     done
-    head -1 "$tmp/a/log.csv" | grep -q '^iteration,samples,wall_s,best_step_s,mean_step_s,invalid_frac,entropy,loss,reward_std,signal_t,grad_norm,approx_kl,clip_fraction,entropy_p10,entropy_p50,entropy_p90,greedy_changed,elite_ce,local_samples$' || fail "log.csv header: $(head -1 "$tmp/a/log.csv")"
+    head -1 "$tmp/a/log.csv" | grep -q '^iteration,samples,wall_s,best_step_s,mean_step_s,invalid_frac,entropy,loss,reward_std,signal_t,grad_norm,approx_kl,clip_fraction,entropy_p10,entropy_p50,entropy_p90,greedy_changed,elite_ce,local_samples,cf_gain,cf_agree$' || fail "log.csv header: $(head -1 "$tmp/a/log.csv")"
     [ "$(wc -l < "$tmp/a/log.csv")" -eq 50 ] || fail "log.csv should hold 49 iterations (4 warm-start heuristics, then 49 x 8 of the 400 samples)"
     for k in best_step_time_s reference_step_time_s samples wall_s samples_to_best seconds_to_best; do
       grep -q "\"$k\"" "$tmp/a/summary.json" || fail "summary.json lacks $k"

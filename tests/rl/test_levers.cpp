@@ -277,3 +277,58 @@ TEST_CASE("rl/session: a run written before the levers resumes as it was trained
   CHECK(test::log_without_wall(dir / "part" / "log.csv") ==
         test::log_without_wall(dir / "full" / "log.csv"));
 }
+
+TEST_CASE("rl/gdp/counterfactual probes: counted, in the loss, deterministic, strict config",
+          "[rl]") {
+  const Graph g = test::two_chains();
+  const Cluster c = test::full_mesh(3);
+  rl::TrainConfig cfg = test::tiny_config();
+  cfg.policy.anchor = false;  // every unit may move to both other devices
+  cfg.counterfactual.units = 5;
+  auto run = [&](const rl::TrainConfig& conf, int iterations) {
+    rl::Trainer t(conf, {rl::TrainGraph{"chains", &g, &c, nullptr}}, CostModel(), 7);
+    std::vector<rl::IterationStats> rows;
+    for (int i = 0; i < iterations; ++i)
+      for (const auto& r : t.step()) rows.push_back(r);
+    return rows;
+  };
+  for (const char* target : {"expected", "best"}) {
+    INFO(target);
+    cfg.counterfactual.target = target;
+    const auto a = run(cfg, 3), b = run(cfg, 3);
+    REQUIRE(a.size() == 3);
+    // The reference, then per iteration K = 8 samples and 5 probes of D - 1 = 2 moves each.
+    CHECK(a[0].samples == 1 + 8 + 5 * 2);
+    CHECK(a[2].samples == 1 + 3 * (8 + 5 * 2));
+    for (size_t i = 0; i < a.size(); ++i) {
+      CHECK(a[i].loss == b[i].loss);
+      CHECK(a[i].cf_gain == b[i].cf_gain);
+      CHECK(a[i].cf_gain >= 0.0);  // the best of a probe's devices includes the sample's own
+      CHECK(a[i].cf_agree >= 0.0);
+      CHECK(a[i].cf_agree <= 1.0);
+    }
+    // The term enters the loss: with weight 0 the same probes (the same samples) give another.
+    rl::TrainConfig off = cfg;
+    off.counterfactual.weight = 0;
+    const auto z = run(off, 1);
+    CHECK(z[0].samples == a[0].samples);
+    CHECK(z[0].cf_gain == a[0].cf_gain);
+    CHECK(z[0].loss != a[0].loss);
+  }
+  // Off: no probes, no columns.
+  const auto none = run(test::tiny_config(), 1);
+  CHECK(none[0].samples == 1 + 8);
+  CHECK(std::isnan(none[0].cf_gain));
+  // The section: strict, round-trips.
+  const auto j = cfg.to_json();
+  CHECK(j["counterfactual"]["units"] == 5);
+  CHECK(j["counterfactual"]["target"] == "best");
+  const rl::TrainConfig back = rl::TrainConfig::from_json(nlohmann::json::parse(j.dump()), "cfg");
+  CHECK(back.counterfactual.units == 5);
+  CHECK(back.counterfactual.target == "best");
+  CHECK_THROWS_WITH(
+      rl::TrainConfig::from_json({{"counterfactual", {{"target", "worst"}}}}, "cfg.json"),
+      Catch::Contains("cfg.json: counterfactual") && Catch::Contains("\"worst\""));
+  CHECK_THROWS_WITH(rl::TrainConfig::from_json({{"counterfactual", {{"probes", 4}}}}, "cfg.json"),
+                    Catch::Contains("probes"));
+}
