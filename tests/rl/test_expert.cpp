@@ -58,8 +58,9 @@ TEST_CASE("rl/expert iteration over a suite resumes to the uninterrupted run", "
   CHECK(sum["samples"].get<int64_t>() <= s.budget.samples);
   // The state keeps each graph's calibrated search temperature.
   CHECK_THAT(text_of(dir / "full" / "state.json"), Contains("anneal_t0"));
-  // Each row counts the search's samples (16 proposals and a critical path) with the 4 local.
-  CHECK(text_of(dir / "full" / "log.csv").find(",21\n") != std::string::npos);
+  // Each row counts the search's samples (16 proposals and a critical path) with the 4 local
+  // (then the counterfactual columns, nan without probes).
+  CHECK(text_of(dir / "full" / "log.csv").find(",21,nan,nan\n") != std::string::npos);
 }
 
 TEST_CASE("rl/expert iteration: the search's best joins the elites and beats the samples alone",

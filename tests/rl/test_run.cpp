@@ -152,13 +152,15 @@ TEST_CASE("rl/run stats: one table gives the log's columns and the ranks' exchan
   r.best_step_s = std::numeric_limits<double>::infinity();
   r.signal_t = 0.25;
   r.local_samples = 4;
+  r.cf_agree = 0.5;
   std::vector<double> x(rl::stats_width());
   rl::pack_stats(r, x.data());
   rl::IterationStats back;
   back.graph = "g";
   rl::unpack_stats(x.data(), back);
   CHECK(rl::log_row(back, true) == rl::log_row(r, true));
-  CHECK(rl::log_row(r, false) == "7,123,1.5,inf,0,0,0,0,nan,0.25,nan,0,0,nan,nan,nan,nan,nan,4\n");
+  CHECK(rl::log_row(r, false) ==
+        "7,123,1.5,inf,0,0,0,0,nan,0.25,nan,0,0,nan,nan,nan,nan,nan,4,nan,0.5\n");
   // Every column of the header has a value in a row.
   const std::string h = rl::log_header(true), row = rl::log_row(r, true);
   CHECK(std::count(h.begin(), h.end(), ',') == std::count(row.begin(), row.end(), ','));
