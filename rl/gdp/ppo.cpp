@@ -58,6 +58,15 @@ void check_not_masked(const char* who, const BasicTensor<T>& logp, const std::ve
                     std::to_string(old_logp[i]) + " when sampled)");
 }
 
+// The probed units of the counterfactual terms: at least one, each a row of logits (U, A).
+void check_probed_units(const char* who, const std::vector<int64_t>& units, int64_t U) {
+  if (units.empty()) fail(who, "no probed units");
+  for (size_t j = 0; j < units.size(); ++j)
+    if (units[j] < 0 || units[j] >= U)
+      fail(who, "unit[" + std::to_string(j) + "] = " + std::to_string(units[j]) + " not in [0, " +
+                    std::to_string(U) + ")");
+}
+
 template <typename T>
 double item_of(const BasicVar<T>& v) {
   return static_cast<double>(v.value().cpu().item());
@@ -261,11 +270,7 @@ BasicVar<T> counterfactual_loss(const BasicVar<T>& logits, const std::vector<int
   const char* who = "rl::counterfactual_loss";
   if (!logits.defined() || logits.value().ndim() != 2) fail(who, "logits must be (U, A)");
   const int64_t U = logits.dim(0), A = logits.dim(1), P = static_cast<int64_t>(units.size());
-  if (P == 0) fail(who, "no probed units");
-  for (int64_t j = 0; j < P; ++j)
-    if (units[j] < 0 || units[j] >= U)
-      fail(who, "unit[" + std::to_string(j) + "] = " + std::to_string(units[j]) + " not in [0, " +
-                    std::to_string(U) + ")");
+  check_probed_units(who, units, U);
   if (static_cast<int64_t>(adv.size()) != P * A)
     fail(who, "adv has " + std::to_string(adv.size()) +
                   " entries, expected P * A = " + std::to_string(P * A));
@@ -286,11 +291,7 @@ BasicVar<T> counterfactual_best_loss(const BasicVar<T>& logits, const std::vecto
   const char* who = "rl::counterfactual_best_loss";
   if (!logits.defined() || logits.value().ndim() != 2) fail(who, "logits must be (U, A)");
   const int64_t U = logits.dim(0), P = static_cast<int64_t>(units.size());
-  if (P == 0) fail(who, "no probed units");
-  for (int64_t j = 0; j < P; ++j)
-    if (units[j] < 0 || units[j] >= U)
-      fail(who, "unit[" + std::to_string(j) + "] = " + std::to_string(units[j]) + " not in [0, " +
-                    std::to_string(U) + ")");
+  check_probed_units(who, units, U);
   if (static_cast<int64_t>(best.size()) != P || static_cast<int64_t>(m.size()) != P)
     fail(who, "best and m must have P = " + std::to_string(P) + " entries, got " +
                   std::to_string(best.size()) + " and " + std::to_string(m.size()));

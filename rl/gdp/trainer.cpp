@@ -475,22 +475,22 @@ void Trainer::probe(GraphState& st, const Iteration& it, Sampled& s, IterationSt
   row.cf_gain = gain / cf.units;
   row.cf_agree = static_cast<double>(agree) / cf.units;
   const double rms = n > 0 ? std::sqrt(ss / static_cast<double>(n)) : 0;
-  if (!(rms > 1e-12)) return;  // no unit moved anything: no signal
-  s.batch.cf_units = probe_u;
-  if (cf.target == "best") {
-    for (int32_t j = 0; j < cf.units; ++j) {  // the best open column and its advantage
-      int32_t b = -1;
-      for (int32_t d = 0; d < D; ++d)
-        if (open[j * A + d] && (b < 0 || dev[j * A + d] > dev[j * A + b])) b = d;
-      s.batch.cf_best.push_back(b);
-      s.batch.cf_m.push_back(static_cast<float>(std::clamp(dev[j * A + b] / rms, 0.0, 3.0)));
+  if (rms > 1e-12) {  // else no unit moved anything: no signal
+    s.batch.cf_units = probe_u;
+    if (cf.target == "best") {
+      for (int32_t j = 0; j < cf.units; ++j) {  // the best open column and its advantage
+        int32_t b = -1;
+        for (int32_t d = 0; d < D; ++d)
+          if (open[j * A + d] && (b < 0 || dev[j * A + d] > dev[j * A + b])) b = d;
+        s.batch.cf_best.push_back(b);
+        s.batch.cf_m.push_back(static_cast<float>(std::clamp(dev[j * A + b] / rms, 0.0, 3.0)));
+      }
+    } else {
+      s.batch.cf_adv.assign(dev.size(), 0.0f);
+      for (size_t i = 0; i < dev.size(); ++i)
+        if (open[i]) s.batch.cf_adv[i] = static_cast<float>(std::clamp(dev[i] / rms, -3.0, 3.0));
     }
-    lap(times_.simulate_s);
-    return;
   }
-  s.batch.cf_adv.assign(dev.size(), 0.0f);
-  for (size_t i = 0; i < dev.size(); ++i)
-    if (open[i]) s.batch.cf_adv[i] = static_cast<float>(std::clamp(dev[i] / rms, -3.0, 3.0));
   lap(times_.simulate_s);
 }
 

@@ -144,7 +144,7 @@ ZeroShotResult zero_shot(place::Run& run, const Policy& policy, const ZeroShotOp
   // memory repair below (its valid placement is one simulation); `held` ends the drawing.
   bool held = false;
   auto draw = [&](size_t i, int32_t count) -> int32_t {
-    if (!run.has_best() && run.samples_left() != std::numeric_limits<int64_t>::max())
+    if (!run.has_best())
       count = static_cast<int32_t>(std::min<int64_t>(count, run.samples_left() - 1));
     if (count <= 0) {
       held = true;

@@ -539,14 +539,34 @@ TEST_CASE("rl/gdp/ppo rejects inconsistent input with a message", "[rl]") {
                   std::invalid_argument);
 }
 
+namespace {
+
+// Logits (U, A) uniform in [-1.5, 1.5] from `seed`, entry `masked` (row-major) masked.
+TensorD probe_logits(int64_t U, int64_t A, uint64_t seed, int64_t masked) {
+  nn::Rng rng(seed);
+  TensorD z({U, A});
+  for (int64_t i = 0; i < U * A; ++i) z[i] = rng.uniform(-1.5, 1.5);
+  z[masked] = kMaskedLogit;
+  return z;
+}
+
+// The tape's value and gradient of loss(x) at logits z.
+template <typename F>
+std::pair<double, std::vector<double>> value_and_grad(const TensorD& z, F loss) {
+  nn::TapeD::current().clear();
+  const VarD x(z.clone(), true);
+  const VarD l = loss(x);
+  nn::backward(l);
+  return {l.item(), x.grad().to_vector()};
+}
+
+}  // namespace
+
 TEST_CASE("rl/gdp/counterfactual_loss: value and all-actions gradient by hand, masked columns",
           "[rl]") {
   // Logits (U = 4, A = 3), column 2 of unit 3 masked; probes of units 1, 3 and 1 again.
   const int64_t U = 4, A = 3;
-  nn::Rng rng(77);
-  TensorD z({U, A});
-  for (int64_t i = 0; i < U * A; ++i) z[i] = rng.uniform(-1.5, 1.5);
-  z[3 * A + 2] = kMaskedLogit;
+  const TensorD z = probe_logits(U, A, 77, 3 * A + 2);
   const std::vector<int64_t> units = {1, 3, 1};
   const std::vector<double> adv = {0.5, -1.0, 0.5, 2.0, -2.0, 0.0, -0.3, 0.6, -0.3};
   const double w = 1.7;
@@ -562,26 +582,18 @@ TEST_CASE("rl/gdp/counterfactual_loss: value and all-actions gradient by hand, m
     for (int64_t c = 0; c < A; ++c)
       grad[u * A + c] -= w / P * std::exp(lsm[u * A + c]) * (adv[j * A + c] - mean);
   }
-  nn::TapeD::current().clear();
-  const VarD x(z.clone(), true);
-  const VarD loss = counterfactual_loss(x, units, adv, w);
-  CHECK(loss.item() == Approx(value).epsilon(1e-13));
-  nn::backward(loss);
-  const TensorD& g = x.grad();
-  double diff = 0, big = 0;
-  for (int64_t i = 0; i < U * A; ++i) {
-    diff = std::max(diff, std::abs(g[i] - grad[i]));
-    big = std::max(big, std::abs(grad[i]));
-  }
-  CHECK(diff < 1e-13);
-  CHECK(big > 1e-2);
+  const auto [loss, g] =
+      value_and_grad(z, [&](const VarD& x) { return counterfactual_loss(x, units, adv, w); });
+  CHECK(loss == Approx(value).epsilon(1e-13));
+  CHECK(max_abs_diff(g, grad) < 1e-13);
+  CHECK(max_abs(grad) > 1e-2);
   CHECK(g[3 * A + 2] == 0.0);                                  // the masked column
   for (int64_t c = 0; c < A; ++c) CHECK(g[0 * A + c] == 0.0);  // an unprobed unit
   // The gradient moves each probed unit toward its better columns: one small step lowers it.
   TensorD z2 = z.clone();
   for (int64_t i = 0; i < U * A; ++i) z2[i] -= 0.1 * g[i];
   nn::TapeD::current().clear();
-  CHECK(counterfactual_loss(VarD(z2), units, adv, w).item() < loss.item());
+  CHECK(counterfactual_loss(VarD(z2), units, adv, w).item() < loss);
 
   CHECK_THROWS_WITH(counterfactual_loss(VarD(z), {}, adv, w), Catch::Contains("no probed units"));
   CHECK_THROWS_WITH(counterfactual_loss(VarD(z), {1, 4, 1}, adv, w),
@@ -593,10 +605,7 @@ TEST_CASE("rl/gdp/counterfactual_loss: value and all-actions gradient by hand, m
 TEST_CASE("rl/gdp/counterfactual_best_loss: weighted cross-entropy toward each probe's best",
           "[rl]") {
   const int64_t U = 3, A = 4;
-  nn::Rng rng(78);
-  TensorD z({U, A});
-  for (int64_t i = 0; i < U * A; ++i) z[i] = rng.uniform(-1.5, 1.5);
-  z[2 * A + 3] = kMaskedLogit;
+  const TensorD z = probe_logits(U, A, 78, 2 * A + 3);
   const std::vector<int64_t> units = {2, 0, 2};
   const std::vector<int32_t> best = {1, 3, 0};
   const std::vector<double> m = {0.5, 2.0, 0.0};
@@ -611,15 +620,10 @@ TEST_CASE("rl/gdp/counterfactual_best_loss: weighted cross-entropy toward each p
     for (int64_t c = 0; c < A; ++c)
       grad[u * A + c] -= w / P * m[j] * ((c == best[j] ? 1.0 : 0.0) - std::exp(lsm[u * A + c]));
   }
-  nn::TapeD::current().clear();
-  const VarD x(z.clone(), true);
-  const VarD loss = counterfactual_best_loss(x, units, best, m, w);
-  CHECK(loss.item() == Approx(value).epsilon(1e-13));
-  nn::backward(loss);
-  const TensorD& g = x.grad();
-  double diff = 0;
-  for (int64_t i = 0; i < U * A; ++i) diff = std::max(diff, std::abs(g[i] - grad[i]));
-  CHECK(diff < 1e-13);
+  const auto [loss, g] = value_and_grad(
+      z, [&](const VarD& x) { return counterfactual_best_loss(x, units, best, m, w); });
+  CHECK(loss == Approx(value).epsilon(1e-13));
+  CHECK(max_abs_diff(g, grad) < 1e-13);
   CHECK(g[2 * A + 3] == 0.0);                                  // the masked column
   for (int64_t c = 0; c < A; ++c) CHECK(g[1 * A + c] == 0.0);  // an unprobed unit
   CHECK(g[0 * A + 3] < 0.0);  // descent raises the best column's logit
