@@ -29,6 +29,10 @@ struct ZeroShotOptions {
   // How the samples are split between several readings: "best" or "even".
   std::string allocate = "best";
   std::string source = "the policy";  // the checkpoint, for the note and errors
+  // A second checkpoint whose readings' greedy placements (at every device count) join the
+  // candidates, drawing no samples ("": none; the gdp method's option; not read by
+  // fine-tuning's seeds).
+  std::string also;
 };
 // The values decode and allocate take (the gdp method's options and the config's
 // fine_tune_zero_shot section both check against these).

@@ -30,6 +30,7 @@ class GdpPlacer : public place::Placer {
         every_count_(o.boolean("every_count")),
         decode_(o.string("decode")),
         allocate_(o.string("allocate")),
+        also_(resolve_checkpoint(o.string("also"), "gdp")),
         fine_tune_(o.boolean("fine_tune")),
         config_(TrainConfig::from_json(o.object("config"), "method 'gdp': options.config")) {
     // Fine-tuning's seeds are the zero-shot placement this method would give: its options win
@@ -38,13 +39,21 @@ class GdpPlacer : public place::Placer {
     if (fine_tune_ && checkpoint_.empty())
       throw InputError(
           "method 'gdp': options.fine_tune: needs a checkpoint (options.checkpoint is 'none')");
+    if (!also_.empty() && (checkpoint_.empty() || fine_tune_))
+      throw InputError(
+          "method 'gdp': options.also: reads a second policy zero-shot only (needs "
+          "a checkpoint and no fine_tune)");
   }
 
   Placement place(place::Run& run) override {
     const place::Problem& pb = run.problem();
     std::unique_ptr<Policy> init;
     if (!checkpoint_.empty()) init = load_policy(checkpoint_);
-    if (init && !fine_tune_) return zero_shot(run, *init);
+    if (init && !fine_tune_) {
+      std::unique_ptr<Policy> also;
+      if (!also_.empty()) also = load_policy(also_);
+      return zero_shot(run, *init, also.get());
+    }
     place::Budget budget = run.budget();
     if (!budget.limited()) budget.samples = kDefaultSamples;
     Trainer t(config_, {TrainGraph{pb.graph().name, &pb.graph(), &pb.cluster(), &run}}, pb.cost(),
@@ -83,11 +92,12 @@ class GdpPlacer : public place::Placer {
     o.decode = decode_;
     o.allocate = allocate_;
     o.source = checkpoint_;
+    o.also = also_;
     return o;
   }
 
-  Placement zero_shot(place::Run& run, const Policy& policy) const {
-    ZeroShotResult r = rl::zero_shot(run, policy, zero_shot_options());
+  Placement zero_shot(place::Run& run, const Policy& policy, const Policy* also) const {
+    ZeroShotResult r = rl::zero_shot(run, policy, zero_shot_options(), also);
     run.set_note(r.note);
     return run.has_best() ? run.best() : r.candidates.at(0);
   }
@@ -98,6 +108,7 @@ class GdpPlacer : public place::Placer {
   bool every_count_;
   std::string decode_;
   std::string allocate_;
+  std::string also_;
   bool fine_tune_;
   TrainConfig config_;
 };
@@ -140,6 +151,11 @@ void gdp_places(place::Registry& r) {
                             "then each round to the decoding whose fastest candidate so far is "
                             "the fastest; measured better on pipedream.json at 3 seeds, "
                             "docs/results.md), or even"),
+       place::string_option("also", "", {},
+                            "zero-shot: a second checkpoint (a `gdp train` output DIR, or "
+                            "'pretrained'), every reading of which adds its greedy placement "
+                            "and its device counts to the candidates, in place of as many "
+                            "samples ('': none)"),
        place::boolean_option("fine_tune", false,
                              "train from the checkpoint within the budget, its elites seeded "
                              "from the zero-shot candidates these options give"),

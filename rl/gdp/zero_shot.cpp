@@ -25,7 +25,8 @@ struct Decoding {
   PolicyInput in;
   nn::Tensor logits;
   std::vector<int32_t> greedy;
-  int32_t greedy_used = 0;  // the devices its greedy placement's count names (D without a row)
+  int32_t greedy_used = 0;   // the devices its greedy placement's count names (D without a row)
+  bool greedy_only = false;  // a second policy's reading: its greedy placements, no samples
 };
 
 // The unit devices of one sample's actions `a` read at L devices: with the devices-used row,
@@ -67,17 +68,25 @@ std::vector<std::string> decisions(const Policy& policy, const ZeroShotOptions& 
 
 }  // namespace
 
-ZeroShotResult zero_shot(place::Run& run, const Policy& policy, const ZeroShotOptions& o) {
+ZeroShotResult zero_shot(place::Run& run, const Policy& policy, const ZeroShotOptions& o,
+                         const Policy* also) {
   const place::Problem& pb = run.problem();
   const int32_t D = pb.cluster().num_devices();
   nn::NoGradGuard no_grad;
   std::vector<Decoding> dec;
-  for (const std::string& d : decisions(policy, o)) {
-    Decoding x{d, policy.prepare(pb.graph(), pb.cluster(), pb.cost(), d), {}, {}, D};
-    x.logits = policy.forward(x.in).value().cpu();
+  auto read = [&](const Policy& p, const std::string& d, bool greedy_only) {
+    Decoding x{d, p.prepare(pb.graph(), pb.cluster(), pb.cost(), d), {}, {}, D, greedy_only};
+    x.logits = p.forward(x.in).value().cpu();
     x.greedy = greedy_actions(x.logits);
     if (x.in.devices_used) x.greedy_used = x.greedy.back() + 1;
+    if (greedy_only) x.decision = "the second policy's " + d;
     dec.push_back(std::move(x));
+  };
+  for (const std::string& d : decisions(policy, o)) read(policy, d, false);
+  if (also) {
+    ZeroShotOptions every = o;
+    every.decode = "all";
+    for (const std::string& d : decisions(*also, every)) read(*also, d, true);
   }
   // A budget too small for every decoding's greedy placement keeps the first ones.
   dec.erase(
@@ -140,6 +149,9 @@ ZeroShotResult zero_shot(place::Run& run, const Policy& policy, const ZeroShotOp
   // nothing and costs a simulation), drawn one at a time (the same rng sequence as drawing
   // them at once), at most 4 count + 16 draws; returns how many it simulated.
   std::vector<char> exhausted(G, 0);
+  for (size_t i = 0; i < G; ++i) exhausted[i] = dec[i].greedy_only;
+  // The decodings that draw samples (a second policy's draw none).
+  const int32_t S = static_cast<int32_t>(std::count(exhausted.begin(), exhausted.end(), 0));
   // While nothing valid has been found, the last sample of the budget stays in reserve for the
   // memory repair below (its valid placement is one simulation); `held` ends the drawing.
   bool held = false;
@@ -168,11 +180,10 @@ ZeroShotResult zero_shot(place::Run& run, const Policy& policy, const ZeroShotOp
     if (got < count) exhausted[i] = 1;  // its distribution holds few other placements
     return got;
   };
-  if (o.allocate == "even" || G == 1) {
+  if (o.allocate == "even" || S == 1) {
     int32_t left = n;
-    for (size_t i = 0; i < G; ++i)
-      left -= draw(
-          i, n / static_cast<int32_t>(G) + (static_cast<int32_t>(i) < n % static_cast<int32_t>(G)));
+    for (size_t i = 0; i < G && S > 0; ++i)
+      if (!dec[i].greedy_only) left -= draw(i, n / S + (static_cast<int32_t>(i) < n % S));
     // What an exhausted decoding could not use goes to the others, one sample each in turn.
     while (left > 0 && !held && std::find(exhausted.begin(), exhausted.end(), 0) != exhausted.end())
       for (size_t i = 0; i < G && left > 0 && !held; ++i)
@@ -185,7 +196,8 @@ ZeroShotResult zero_shot(place::Run& run, const Policy& policy, const ZeroShotOp
     // stays in the budget.
     const int32_t chunk = std::max(1, n / 8);
     int32_t left = n;
-    for (size_t i = 0; i < G && left > 0 && !held; ++i) left -= draw(i, std::min(chunk, left));
+    for (size_t i = 0; i < G && left > 0 && !held; ++i)
+      if (!dec[i].greedy_only) left -= draw(i, std::min(chunk, left));
     while (left > 0 && !held &&
            std::find(exhausted.begin(), exhausted.end(), 0) != exhausted.end()) {
       std::vector<double> fastest(G, std::numeric_limits<double>::infinity());
@@ -240,7 +252,7 @@ ZeroShotResult zero_shot(place::Run& run, const Policy& policy, const ZeroShotOp
                                     std::to_string(D) + " devices"
                               : std::string());
   } else {
-    note = "zero-shot from " + o.source + ":";
+    note = "zero-shot from " + o.source + (also ? " and " + o.also : std::string()) + ":";
     for (size_t i = 0; i < G; ++i)
       note += std::string(i ? ";" : "") + " " + dec[i].decision + " decisions (" +
               std::to_string(dec[i].in.num_units()) + "): " + part(i);

@@ -24,6 +24,10 @@ struct ZeroShotResult {
 // budget too small for every reading's greedy placement keeps the first readings). When none is
 // valid, the greedy placement and then the candidates in order are repaired (place/repair.h,
 // every simulation counted) until one fits. The run's best is the result.
-ZeroShotResult zero_shot(place::Run& run, const Policy& policy, const ZeroShotOptions& o);
+// `also`, when given, is a second trained policy whose readings (all of them) add their greedy
+// placements and their device counts to the candidates, in place of as many samples; they
+// draw no samples (ZeroShotOptions::also names its checkpoint for the note).
+ZeroShotResult zero_shot(place::Run& run, const Policy& policy, const ZeroShotOptions& o,
+                         const Policy* also = nullptr);
 
 }  // namespace gdp::rl

@@ -487,3 +487,46 @@ TEST_CASE("rl/zero-shot repairs within its budget when nothing the network gives
   INFO(repaired << " of 18 repaired");
   CHECK(repaired > 0);  // the case the fix is for happened
 }
+
+TEST_CASE("rl/zero-shot with a second policy: its greedy placements within the budget", "[rl]") {
+  // options.also: a second network (here another width) whose readings add their greedy
+  // placements (and device counts) to the candidates in place of as many samples.
+  const std::string a = tiny_run("zero_shot_also_a").string();
+  const std::string b = tiny_run("zero_shot_also_b", 16).string();
+  const Graph g = test::small_rnnlm();
+  const Cluster c = test::full_mesh(4);
+  const CostModel cost;
+  const place::Problem pb(g, c, cost);
+  Simulator sim(g, c, cost);
+  auto run = [&](const nlohmann::json& o, uint64_t seed) {
+    return place::place(place::prepare(rl_registry(), "gdp", o), pb, place::Budget{16, 0}, seed);
+  };
+  const nlohmann::json both = {{"checkpoint", a}, {"samples", 15}, {"also", b}};
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    INFO("seed " << seed);
+    const place::PlaceResult r = run(both, seed);
+    CHECK(r.report.samples <= 16);
+    CHECK_THAT(r.report.note, Contains("the second policy's op decisions"));
+    CHECK_THAT(r.report.note, Contains("the second policy's stage decisions"));
+    CHECK(r.report.best_step_s == Approx(sim.run(r.placement).step_time_s));
+    // The best is at least as fast as each of the second policy's greedy placements.
+    const std::unique_ptr<rl::Policy> p = rl::load_policy(b);
+    nn::NoGradGuard no_grad;
+    for (const char* d : {"op", "stage"}) {
+      const rl::PolicyInput in = p->prepare(g, c, cost, d);
+      const Placement q = rl::placement_of(in, rl::greedy_actions(p->forward(in).value().cpu()), 0);
+      CHECK(r.report.best_step_s <= sim.run(q).step_time_s * (1 + 1e-12));
+    }
+    CHECK(run(both, seed).placement.device == r.placement.device);  // deterministic
+  }
+  // Without a first checkpoint, or fine-tuning, the option is refused by name.
+  CHECK_THAT(error_of([&] {
+               place::prepare(rl_registry(), "gdp", {{"checkpoint", "none"}, {"also", b}});
+             }),
+             Contains("options.also"));
+  CHECK_THAT(
+      error_of([&] {
+        place::prepare(rl_registry(), "gdp", {{"checkpoint", a}, {"also", b}, {"fine_tune", true}});
+      }),
+      Contains("options.also"));
+}
