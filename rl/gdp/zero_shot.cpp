@@ -148,9 +148,10 @@ ZeroShotResult zero_shot(place::Run& run, const Policy& policy, const ZeroShotOp
   // count samples of decoding i, simulated: placements not seen before only (a repeat tells
   // nothing and costs a simulation), drawn one at a time (the same rng sequence as drawing
   // them at once), at most 4 count + 16 draws; returns how many it simulated.
+  // A second policy's decodings draw none: exhausted from the start. S: the others (the first
+  // policy's, listed first; at least one).
   std::vector<char> exhausted(G, 0);
   for (size_t i = 0; i < G; ++i) exhausted[i] = dec[i].greedy_only;
-  // The decodings that draw samples (a second policy's draw none).
   const int32_t S = static_cast<int32_t>(std::count(exhausted.begin(), exhausted.end(), 0));
   // While nothing valid has been found, the last sample of the budget stays in reserve for the
   // memory repair below (its valid placement is one simulation); `held` ends the drawing.
@@ -182,8 +183,7 @@ ZeroShotResult zero_shot(place::Run& run, const Policy& policy, const ZeroShotOp
   };
   if (o.allocate == "even" || S == 1) {
     int32_t left = n;
-    for (size_t i = 0; i < G && S > 0; ++i)
-      if (!dec[i].greedy_only) left -= draw(i, n / S + (static_cast<int32_t>(i) < n % S));
+    for (int32_t i = 0; i < S; ++i) left -= draw(static_cast<size_t>(i), n / S + (i < n % S));
     // What an exhausted decoding could not use goes to the others, one sample each in turn.
     while (left > 0 && !held && std::find(exhausted.begin(), exhausted.end(), 0) != exhausted.end())
       for (size_t i = 0; i < G && left > 0 && !held; ++i)

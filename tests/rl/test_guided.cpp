@@ -501,13 +501,20 @@ TEST_CASE("rl/zero-shot with a second policy: its greedy placements within the b
   auto run = [&](const nlohmann::json& o, uint64_t seed) {
     return place::place(place::prepare(rl_registry(), "gdp", o), pb, place::Budget{16, 0}, seed);
   };
-  const nlohmann::json both = {{"checkpoint", a}, {"samples", 15}, {"also", b}};
-  for (uint64_t seed = 1; seed <= 3; ++seed) {
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
     INFO("seed " << seed);
+    // Even shares: what an exhausted first-policy reading cannot draw goes to the others.
+    const nlohmann::json both = {
+        {"checkpoint", a}, {"samples", 15}, {"also", b}, {"allocate", seed % 2 ? "best" : "even"}};
     const place::PlaceResult r = run(both, seed);
     CHECK(r.report.samples <= 16);
     CHECK_THAT(r.report.note, Contains("the second policy's op decisions"));
     CHECK_THAT(r.report.note, Contains("the second policy's stage decisions"));
+    // ... which draw no samples: the samples are the first policy's.
+    CHECK_FALSE(std::regex_search(
+        r.report.note,
+        std::regex("second policy's [a-z]+ decisions \\([0-9]+\\): greedy[^;]*samples")));
+    CHECK(std::regex_search(r.report.note, std::regex("[0-9]+ samples")));
     CHECK(r.report.best_step_s == Approx(sim.run(r.placement).step_time_s));
     // The best is at least as fast as each of the second policy's greedy placements.
     const std::unique_ptr<rl::Policy> p = rl::load_policy(b);
